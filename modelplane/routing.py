@@ -1,0 +1,230 @@
+"""ModelService -> weighted endpoints (reference semantics §4.3), pure and shared.
+
+The Pulumi program and the local Traefik stack both call `service_weights`; nothing
+here knows about Traefik or processes. Inputs are plain dataclasses so the function can
+be tested without the API models; `route_entries`/`endpoint_from_api` adapt those.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any, Iterable, Mapping, Sequence
+
+DEPLOYMENT_LABEL = "modelplane.ai/deployment"
+CLUSTER_LABEL = "modelplane.ai/cluster"
+REPLICA_INDEX_LABEL = "modelplane.ai/replica-index"
+# Gateway API caps a backendRef weight at 1,000,000; Traefik has no cap, but keeping
+# the same numbers means a generated config reads the same in either gateway.
+MAX_WEIGHT = 1_000_000
+
+
+@dataclass(frozen=True)
+class RouteEntry:
+    name: str
+    weight: int = 1
+    match_labels: Mapping[str, str] = field(default_factory=dict)
+    priority: int = 0
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items())
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Where an API key lives (a Secret name and key); never the key itself."""
+
+    secret_name: str
+    key: str = "apiKey"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One routable backend: a placed replica, or a hand-written external endpoint.
+
+    `url` is the base the last hop sends to (an engine Service for a replica, the
+    provider origin for an external endpoint); `api_prefix` is the path at that base
+    which serves what callers reach as `/<ns>/<service>/v1`.
+    """
+
+    namespace: str
+    name: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    url: str = ""
+    api_prefix: str = "/v1"
+    ready: bool = True
+    external: bool = False
+    credential: Credential | None = None
+    api_schema: str = "OpenAI"
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    @property
+    def cluster(self) -> str | None:
+        return None if self.external else self.labels.get(CLUSTER_LABEL)
+
+    @property
+    def deployment(self) -> str | None:
+        return self.labels.get(DEPLOYMENT_LABEL)
+
+
+@dataclass(frozen=True)
+class WeightedBackend:
+    endpoint: Endpoint
+    weight: int
+    entry: str
+    priority: int = 0
+
+
+def _split(total: int, parts: int) -> list[int]:
+    base, rem = divmod(total, parts)
+    return [base + (1 if i < rem else 0) for i in range(parts)]
+
+
+def _tier_weights(groups: list[tuple[RouteEntry, list[Endpoint]]]) -> list[WeightedBackend]:
+    live = [(e, eps) for e, eps in groups if eps]
+    if not live:
+        return []
+    # Scale so every endpoint of every live entry gets at least 1 after splitting.
+    scale = max(1, max(math.ceil(len(eps) / e.weight) for e, eps in live))
+    raw = [(e, ep, w) for e, eps in live for ep, w in zip(eps, _split(e.weight * scale, len(eps)))]
+    g = reduce(math.gcd, (w for _, _, w in raw))
+    weights = [w // g for _, _, w in raw]
+    top = max(weights)
+    if top > MAX_WEIGHT:
+        weights = [max(1, round(w / top * MAX_WEIGHT)) for w in weights]
+    return [WeightedBackend(ep, w, e.name, e.priority) for (e, ep, _), w in zip(raw, weights)]
+
+
+def compute_weights(
+    entries: Sequence[RouteEntry],
+    endpoints: Iterable[Endpoint],
+    namespace: str | None = None,
+) -> list[WeightedBackend]:
+    """Weighted backends for every priority tier, lowest priority number first.
+
+    An endpoint belongs to the first entry (in list order) whose selector matches it,
+    whether or not it is ready, so a not-ready endpoint never falls through to a later
+    entry. Entries left with no ready endpoint take no share. Weights are computed per
+    tier: a higher tier only carries traffic when the lower ones have none healthy.
+    """
+    pool = sorted(
+        (ep for ep in endpoints if namespace is None or ep.namespace == namespace),
+        key=lambda ep: ep.key,
+    )
+    owned: set[tuple[str, str]] = set()
+    groups: list[tuple[RouteEntry, list[Endpoint]]] = []
+    for entry in entries:
+        mine = [ep for ep in pool if ep.key not in owned and entry.matches(ep.labels)]
+        owned.update(ep.key for ep in mine)
+        groups.append((entry, [ep for ep in mine if ep.ready]))
+    out: list[WeightedBackend] = []
+    for prio in sorted({e.priority for e in entries}):
+        out.extend(_tier_weights([(e, eps) for e, eps in groups if e.priority == prio]))
+    return out
+
+
+def active_tier(backends: Sequence[WeightedBackend]) -> list[WeightedBackend]:
+    """The backends that take traffic while every endpoint is healthy."""
+    if not backends:
+        return []
+    low = min(b.priority for b in backends)
+    return [b for b in backends if b.priority == low]
+
+
+def cluster_weights(backends: Sequence[WeightedBackend]) -> dict[str, int]:
+    """Sum of endpoint weights per workload cluster (the control-plane hop's children)."""
+    out: dict[str, int] = {}
+    for b in backends:
+        if b.endpoint.cluster is not None:
+            out[b.endpoint.cluster] = out.get(b.endpoint.cluster, 0) + b.weight
+    return dict(sorted(out.items()))
+
+
+# --- adapters from modelplane.api models (duck-typed: the API package may evolve) ---
+
+
+def route_entries(service: Any) -> list[RouteEntry]:
+    """RouteEntry list from a ModelService model (or pass RouteEntry lists through)."""
+    if isinstance(service, (list, tuple)):
+        return list(service)
+    out = []
+    for i, e in enumerate(service.spec.endpoints):
+        sel = getattr(e, "selector", None)
+        labels = dict(getattr(sel, "match_labels", None) or {}) if sel is not None else {}
+        out.append(
+            RouteEntry(
+                name=getattr(e, "name", None) or f"entry-{i}",
+                weight=int(getattr(e, "weight", None) or 1),
+                match_labels=labels,
+                priority=int(getattr(e, "priority", None) or 0),
+            )
+        )
+    return out
+
+
+def endpoint_from_api(obj: Any, ready: bool = True) -> Endpoint:
+    """Endpoint from a hand-written ModelEndpoint (v0.3.1 url/rewritePath or newer origin/api)."""
+    md, spec = obj.metadata, obj.spec
+    labels = dict(getattr(md, "labels", None) or {})
+    origin = getattr(spec, "origin", None)
+    cred = None
+    if origin:
+        api = getattr(spec, "api", None)
+        prefix = (getattr(api, "prefix", None) or "/v1") if api is not None else "/v1"
+        schema = (getattr(api, "schema_", None) or getattr(api, "schema", None) or "OpenAI") if api is not None else "OpenAI"
+        c = getattr(spec, "credential", None) or getattr(spec, "credential_ref", None)
+        if c is not None:
+            cred = Credential(c.name, getattr(c, "key", None) or "apiKey")
+        url = origin.rstrip("/")
+    else:
+        raw = spec.url
+        rewrite = getattr(spec, "rewrite_path", None) or "/"
+        # v0.3.1: the service prefix is replaced by rewritePath, and callers address
+        # `/v1/...` below the service, so the provider sees rewritePath + "v1/...".
+        prefix = rewrite.rstrip("/") + "/v1"
+        schema = "OpenAI"
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(raw)
+        url = f"{parts.scheme}://{parts.netloc}"
+    return Endpoint(
+        namespace=md.namespace or "default",
+        name=md.name,
+        labels=labels,
+        url=url,
+        api_prefix=prefix,
+        ready=ready,
+        external=True,
+        credential=cred,
+        api_schema=str(schema),
+    )
+
+
+def service_weights(service: Any, endpoints: Iterable[Endpoint]) -> list[WeightedBackend]:
+    """Design-contract entry point: a ModelService (model or entry list) -> backends."""
+    ns = None
+    md = getattr(service, "metadata", None)
+    if md is not None:
+        ns = getattr(md, "namespace", None) or "default"
+    return compute_weights(route_entries(service), endpoints, namespace=ns)
+
+
+def replica_endpoint(
+    namespace: str,
+    replica: str,
+    deployment: str,
+    cluster: str,
+    index: int,
+    template_labels: Mapping[str, str] | None = None,
+    url: str = "",
+    ready: bool = True,
+) -> Endpoint:
+    """The endpoint a placed replica gets (reference §4.1: template + managed labels)."""
+    labels = dict(template_labels or {})
+    labels.update(
+        {DEPLOYMENT_LABEL: deployment, CLUSTER_LABEL: cluster, REPLICA_INDEX_LABEL: str(index)}
+    )
+    return Endpoint(namespace, replica, labels, url=url, ready=ready)
