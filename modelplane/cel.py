@@ -1,0 +1,481 @@
+"""Device-selector CEL: cel-python (celpy) plus the Kubernetes DRA extensions.
+
+celpy parses and evaluates; this module adds the ``quantity``/``semver`` libraries,
+``cel.bind``, the ``device`` activation and a plan-time check for names celpy would
+only reject when evaluated (so a typo fails ``plan`` instead of matching nothing).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+import celpy
+import celpy.celtypes as ct
+import lark
+from celpy.evaluation import CELEvalError, Evaluator, base_functions
+
+from modelplane.quantity import Quantity, QuantityError
+from modelplane.semver import Semver, SemverError
+
+__all__ = [
+    "CelError", "CompiledSelector", "DeviceView", "SelectorCache",
+    "compile_selector", "selector_matches",
+]
+
+
+class CelError(ValueError):
+    """A selector that cannot be compiled; the message names the problem and where."""
+
+    def __init__(self, expression: str, message: str, line: int | None = None, column: int | None = None):
+        self.expression, self.message, self.line, self.column = expression, message, line, column
+        text = f"invalid CEL selector: {message}"
+        if line is not None and column is not None:
+            source = expression.splitlines()[line - 1] if expression.strip() else expression
+            text += f" (line {line}, column {column})\n    {source}\n    {' ' * (column - 1)}^"
+        else:
+            text += f"\n    {expression}"
+        super().__init__(text)
+
+
+# --- CEL values for the Kubernetes libraries --------------------------------------------
+
+class _Wrapped:
+    """Equality but deliberately no ordering: Kubernetes has no `<` on these types."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.value == other.value
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.value)!r})"
+
+
+class CelQuantity(_Wrapped):
+    pass
+
+
+class CelSemver(_Wrapped):
+    pass
+
+
+def _no_overload(name: str, *args: Any) -> TypeError:
+    kinds = ", ".join(type(a).__name__ for a in args)
+    return TypeError(f"no such overload: {name}({kinds})")
+
+
+def _string(name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _no_overload(name, value)
+    return str(value)
+
+
+def _quantity_arg(name: str, value: Any) -> Quantity:
+    if not isinstance(value, CelQuantity):
+        raise _no_overload(name, value)
+    return value.value
+
+
+def _normalize_arg(name: str, normalize: Any) -> bool:
+    if not isinstance(normalize, ct.BoolType):
+        raise _no_overload(name, normalize)
+    return bool(normalize)
+
+
+def _cel_quantity(text: Any) -> CelQuantity:
+    return CelQuantity(Quantity.parse(_string("quantity", text)))
+
+
+def _is_quantity(text: Any) -> ct.BoolType:
+    try:
+        Quantity.parse(_string("isQuantity", text))
+    except QuantityError:
+        return ct.BoolType(False)
+    return ct.BoolType(True)
+
+
+def _cel_semver(text: Any, normalize: Any = ct.BoolType(False)) -> CelSemver:
+    return CelSemver(Semver.parse(_string("semver", text), _normalize_arg("semver", normalize)))
+
+
+def _is_semver(text: Any, normalize: Any = ct.BoolType(False)) -> ct.BoolType:
+    try:
+        Semver.parse(_string("isSemver", text), _normalize_arg("isSemver", normalize))
+    except SemverError:
+        return ct.BoolType(False)
+    return ct.BoolType(True)
+
+
+def _compare(name: str, left: Any, right: Any) -> int:
+    if isinstance(left, CelQuantity) and isinstance(right, CelQuantity):
+        return left.value.compare_to(right.value)
+    if isinstance(left, CelSemver) and isinstance(right, CelSemver):
+        return left.value.compare_to(right.value)
+    raise _no_overload(name, left, right)
+
+
+def _arith(name: str, op: Callable[[Quantity, Any], Quantity]) -> Callable[[Any, Any], CelQuantity]:
+    def apply(left: Any, right: Any) -> CelQuantity:
+        if isinstance(right, CelQuantity):
+            right = right.value
+        elif isinstance(right, ct.IntType) and not isinstance(right, ct.BoolType):
+            right = int(right)
+        else:
+            raise _no_overload(name, left, right)
+        return CelQuantity(op(_quantity_arg(name, left), right))
+    return apply
+
+
+def _semver_part(name: str) -> Callable[[Any], ct.IntType]:
+    def part(version: Any) -> ct.IntType:
+        if not isinstance(version, CelSemver):
+            raise _no_overload(name, version)
+        return ct.IntType(getattr(version.value, name))
+    return part
+
+
+# Each is callable as `f(x, ...)` and as `x.f(...)`: celpy passes the receiver first.
+EXTENSIONS: dict[str, Callable[..., Any]] = {
+    "quantity": _cel_quantity,
+    "isQuantity": _is_quantity,
+    "semver": _cel_semver,
+    "isSemver": _is_semver,
+    "compareTo": lambda a, b: ct.IntType(_compare("compareTo", a, b)),
+    "isGreaterThan": lambda a, b: ct.BoolType(_compare("isGreaterThan", a, b) > 0),
+    "isLessThan": lambda a, b: ct.BoolType(_compare("isLessThan", a, b) < 0),
+    "sign": lambda q: ct.IntType(_quantity_arg("sign", q).sign()),
+    "isInteger": lambda q: ct.BoolType(_quantity_arg("isInteger", q).is_integer()),
+    "asInteger": lambda q: ct.IntType(_quantity_arg("asInteger", q).as_integer()),
+    "asApproximateFloat": lambda q: ct.DoubleType(_quantity_arg("asApproximateFloat", q).as_approximate_float()),
+    "add": _arith("add", Quantity.add),
+    "sub": _arith("sub", Quantity.sub),
+    "major": _semver_part("major"),
+    "minor": _semver_part("minor"),
+    "patch": _semver_part("patch"),
+}
+# Total argument count (receiver included) accepted by each extension.
+_ARITY: dict[str, tuple[int, int]] = {
+    "quantity": (1, 1), "isQuantity": (1, 1), "semver": (1, 2), "isSemver": (1, 2),
+    "compareTo": (2, 2), "isGreaterThan": (2, 2), "isLessThan": (2, 2), "add": (2, 2), "sub": (2, 2),
+    "sign": (1, 1), "isInteger": (1, 1), "asInteger": (1, 1), "asApproximateFloat": (1, 1),
+    "major": (1, 1), "minor": (1, 1), "patch": (1, 1),
+}
+_COMPREHENSIONS = {"all", "exists", "exists_one", "map", "filter"}
+# celpy's own non-standard `reduce`/`min` macros are left out: Kubernetes would reject them.
+_BUILTINS = {name for name in base_functions if name[0].isalpha()}
+_VARIABLES = {"device"}
+
+
+# --- evaluation --------------------------------------------------------------------------
+
+def _bind_parts(tree: lark.Tree) -> tuple[lark.Tree, ...] | None:
+    """The (variable, init, body) of a `cel.bind(...)` call, else None."""
+    receiver = tree.children[0]
+    if tree.children[1].value != "bind" or len(tree.children) != 3:
+        return None
+    ident = _simple_ident(receiver)
+    if ident is None or ident.value != "cel":
+        return None
+    return tuple(tree.children[2].children)
+
+
+class _Evaluator(Evaluator):
+    """celpy's interpreter plus the `cel.bind` macro Kubernetes provides."""
+
+    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+        return _Evaluator(ast, activation=self.activation)
+
+    def member_dot_arg(self, tree: lark.Tree) -> Any:
+        parts = _bind_parts(tree)
+        if parts is None:
+            return super().member_dot_arg(tree)
+        var_tree, init_tree, body_tree = parts
+        init = self.visit(init_tree)
+        if isinstance(init, CELEvalError):
+            return init
+        try:
+            return self.sub_evaluator(body_tree).evaluate({_simple_ident(var_tree).value: init})
+        except CELEvalError as error:
+            return error
+
+
+class _Runner(celpy.InterpretedRunner):
+    def evaluate(self, context: Any) -> Any:
+        return _Evaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
+
+
+_ENV = celpy.Environment(runner_class=_Runner)
+
+
+# --- plan-time checks ----------------------------------------------------------------------
+
+def _simple_ident(tree: Any) -> lark.Token | None:
+    """The identifier token if `tree` is nothing but a bare name."""
+    while isinstance(tree, lark.Tree) and len(tree.children) == 1:
+        if tree.data == "ident":
+            return tree.children[0]
+        tree = tree.children[0]
+    return None
+
+
+def _is_constant(tree: lark.Tree) -> bool:
+    dynamic = {"ident", "ident_arg", "member_dot", "member_dot_arg", "dot_ident", "dot_ident_arg"}
+    return not any(node.data in dynamic for node in tree.iter_subtrees())
+
+
+def _call_sites(ast: lark.Tree):
+    """Yields (name token, argument trees, receiver tree or None) for each call."""
+    for node in ast.iter_subtrees():
+        if node.data == "ident_arg":
+            args = node.children[1].children if len(node.children) > 1 else []
+            yield node.children[0], list(args), None
+        elif node.data == "member_dot_arg":
+            args = node.children[2].children if len(node.children) > 2 else []
+            yield node.children[1], list(args), node.children[0]
+
+
+def _check_literal(expression: str, name: lark.Token, args: list) -> None:
+    """Reject `quantity("80GB")`-style typos now rather than at every evaluation."""
+    if name.value not in ("quantity", "semver") or not all(_is_constant(a) for a in args):
+        return
+    try:
+        values = [_ENV.program(a).evaluate({}) for a in args]
+        EXTENSIONS[name.value](*values)
+    except (QuantityError, SemverError) as error:
+        raise CelError(expression, str(error), name.line, name.column) from None
+    except (CELEvalError, TypeError):
+        pass  # a wrong argument type is reported as a non-match at evaluation
+
+
+def _check_names(expression: str, ast: lark.Tree) -> None:
+    bound: set[str] = set()
+    bind_receivers: set[int] = set()
+    for name, args, receiver in _call_sites(ast):
+        fn = name.value
+        total = len(args) + (receiver is not None)
+        if receiver is not None and fn in _COMPREHENSIONS or (receiver is not None and fn == "bind"):
+            is_bind = fn == "bind"
+            if is_bind:
+                ident = _simple_ident(receiver)
+                if ident is None or ident.value != "cel":
+                    raise CelError(expression, "unknown function 'bind' (did you mean cel.bind?)", name.line, name.column)
+                bind_receivers.add(id(ident))
+            want = 3 if is_bind else 2
+            var = _simple_ident(args[0]) if args else None
+            if len(args) != want or var is None:
+                raise CelError(expression, f"{'cel.bind' if is_bind else fn}() takes a variable name and "
+                               f"{want - 1} expression(s)", name.line, name.column)
+            bound.add(var.value)
+        elif fn in ("has", "dyn") and receiver is None:
+            if total != 1:
+                raise CelError(expression, f"{fn}() takes exactly one argument", name.line, name.column)
+        elif fn in _ARITY:
+            low, high = _ARITY[fn]
+            if not low <= total <= high:
+                style = f"x.{fn}(...)" if receiver is not None else f"{fn}(...)"
+                expected = str(low) if low == high else f"{low} or {high}"
+                raise CelError(expression, f"{style} got {total} argument(s) counting the receiver, "
+                               f"expects {expected}", name.line, name.column)
+            _check_literal(expression, name, args)
+        elif fn not in _BUILTINS:
+            raise CelError(expression, f"unknown function {fn!r}; available extensions: "
+                           f"{', '.join(sorted(EXTENSIONS))}", name.line, name.column)
+    allowed = _VARIABLES | bound | _BUILTINS
+    for node in ast.iter_subtrees():
+        if node.data == "ident":
+            token = node.children[0]
+            if token.value not in allowed and not (token.value == "cel" and id(token) in bind_receivers):
+                raise CelError(expression, f"undeclared reference to {token.value!r} "
+                               f"(the only variable is 'device')", token.line, token.column)
+
+
+def _syntax_error(expression: str, error: celpy.CELParseError) -> CelError:
+    cause = error.__context__
+    if isinstance(cause, lark.exceptions.UnexpectedToken):
+        found = cause.token
+        if found.type == "$END":
+            last_line = expression.splitlines()[-1]
+            line, column = expression.count("\n") + 1, len(last_line) + 1
+            return CelError(expression, "syntax error: unexpected end of expression", line, column)
+        what = f"unexpected {found.value!r}"
+    elif isinstance(cause, lark.exceptions.UnexpectedCharacters):
+        what = f"unexpected character {expression[cause.pos_in_stream]!r}"
+    else:
+        what = "syntax error"
+    return CelError(expression, f"syntax error: {what}", error.line, error.column)
+
+
+# --- public API ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CompiledSelector:
+    expression: str
+    _program: Any = field(repr=False, compare=False)
+
+    def evaluate(self, device: DeviceView) -> Any:
+        """The raw CEL result; raises celpy errors. Most callers want `selector_matches`."""
+        return self._program.evaluate({"device": device.activation})
+
+
+@functools.lru_cache(maxsize=8192)
+def _compile(expression: str) -> CompiledSelector | CelError:
+    # Errors are cached too, so a bad selector costs one parse per process.
+    if not isinstance(expression, str) or not expression.strip():
+        return CelError(str(expression), "empty expression")
+    try:
+        ast = _ENV.compile(expression)
+    except celpy.CELParseError as error:
+        return _syntax_error(expression, error)
+    try:
+        _check_names(expression, ast)
+    except CelError as error:
+        return error
+    return CompiledSelector(expression, _ENV.program(ast, functions=EXTENSIONS))
+
+
+def compile_selector(expression: str) -> CompiledSelector:
+    result = _compile(expression)
+    if isinstance(result, CelError):
+        raise result
+    return result
+
+
+class _Domains(ct.MapType):
+    """Unknown domains read as empty maps, as in Kubernetes."""
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str) and not dict.__contains__(self, key):
+            return ct.MapType()
+        return super().__getitem__(key)
+
+
+def _attribute_value(key: str, raw: Any) -> Any:
+    if isinstance(raw, Mapping):
+        if len(raw) != 1:
+            raise ValueError(f"attribute {key!r}: expected exactly one of string/int/bool/version, got {dict(raw)!r}")
+        ((kind, value),) = raw.items()
+        if kind == "string" and isinstance(value, str):
+            return value
+        if kind == "bool" and isinstance(value, bool):
+            return value
+        if kind == "int" and isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if kind == "version" and isinstance(value, str):
+            try:
+                return Semver.parse(value)
+            except SemverError as error:
+                raise ValueError(f"attribute {key!r}: {error}") from None
+        raise ValueError(f"attribute {key!r}: unsupported typed value {dict(raw)!r}")
+    if isinstance(raw, (str, bool, int, Semver)):
+        return raw
+    raise ValueError(f"attribute {key!r}: unsupported value {raw!r}")
+
+
+def _capacity_value(key: str, raw: Any) -> Quantity:
+    value = raw.get("value") if isinstance(raw, Mapping) else raw
+    if isinstance(value, Quantity):
+        return value
+    try:
+        return Quantity.parse(value)
+    except QuantityError as error:
+        raise ValueError(f"capacity {key!r}: {error}") from None
+
+
+def _to_cel(value: Any) -> Any:
+    if isinstance(value, bool):
+        return ct.BoolType(value)
+    if isinstance(value, int):
+        return ct.IntType(value)
+    if isinstance(value, str):
+        return ct.StringType(value)
+    if isinstance(value, Semver):
+        return CelSemver(value)
+    return CelQuantity(value)
+
+
+def _by_domain(driver: str, raw: Mapping[str, Any], convert: Callable[[str, Any], Any]) -> dict:
+    domains: dict[str, dict[str, Any]] = {}
+    for key in sorted(raw):
+        domain, _, name = key.partition("/") if "/" in key else (driver, "", key)
+        domains.setdefault(domain, {})[name] = convert(key, raw[key])
+    return domains
+
+
+def _cel_domains(domains: Mapping[str, Mapping[str, Any]]) -> _Domains:
+    return _Domains({
+        ct.StringType(d): ct.MapType({ct.StringType(n): _to_cel(v) for n, v in names.items()})
+        for d, names in domains.items()
+    })
+
+
+@dataclass(frozen=True)
+class DeviceView:
+    """One device kind as CEL sees it: attributes/capacity grouped by domain, then name."""
+
+    driver: str
+    attributes: Mapping[str, Mapping[str, Any]]
+    capacity: Mapping[str, Mapping[str, Quantity]]
+    activation: ct.MapType = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "activation", ct.MapType({
+            ct.StringType("driver"): ct.StringType(self.driver),
+            ct.StringType("attributes"): _cel_domains(self.attributes),
+            ct.StringType("capacity"): _cel_domains(self.capacity),
+        }))
+
+    @classmethod
+    def from_spec(
+        cls, driver: str, attributes_raw: Mapping[str, Any] | None, capacity_raw: Mapping[str, Any] | None
+    ) -> DeviceView:
+        """Raises ValueError naming the key when a typed value is malformed."""
+        return cls(
+            driver,
+            _by_domain(driver, attributes_raw or {}, _attribute_value),
+            _by_domain(driver, capacity_raw or {}, _capacity_value),
+        )
+
+
+def selector_matches(compiled: CompiledSelector, device: DeviceView) -> bool:
+    """True only for a boolean true; any evaluation error means the device does not match."""
+    try:
+        result = compiled.evaluate(device)
+    except Exception:  # noqa: BLE001 - celpy surfaces user errors as assorted exceptions
+        return False
+    return isinstance(result, (ct.BoolType, bool)) and bool(result)
+
+
+class SelectorCache:
+    """Memoizes selector results per (expression, class name, device name).
+
+    Keys are names, not DeviceViews: within one scheduling run a class's device kind is
+    fixed, so the name pair identifies the device.
+    """
+
+    def __init__(self) -> None:
+        self._results: dict[tuple[str, str, str], bool] = {}
+        self.evaluations = 0
+
+    def matches(self, expression: str, class_name: str, device_name: str, device: DeviceView) -> bool:
+        key = (expression, class_name, device_name)
+        cached = self._results.get(key)
+        if cached is not None:
+            return cached
+        result = selector_matches(compile_selector(expression), device)
+        self.evaluations += 1
+        self._results[key] = result
+        return result
