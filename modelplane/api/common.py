@@ -1,0 +1,152 @@
+"""Shared model plumbing: strict camelCase models, metadata, selectors, label rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+API_VERSION = "modelplane.ai/v1alpha1"
+RESERVED_PREFIX = "modelplane.ai/"
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+class ApiModel(BaseModel):
+    """Base for every API object: camelCase on the wire, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        populate_by_name=True,
+        alias_generator=to_camel,
+        protected_namespaces=(),
+        validate_assignment=False,
+    )
+
+    def to_manifest(self) -> dict:
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def check_dns_label(value: str, what: str = "name") -> str:
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a DNS label; use at most 63 lowercase letters, "
+            "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-7b')"
+        )
+    return value
+
+
+def check_dns_subdomain(value: str, what: str = "name") -> str:
+    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+        raise ValueError(
+            f"{what} {value!r} is not a valid Kubernetes name; use lowercase letters, "
+            "digits, '-' and '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def check_qualified_name(key: str) -> None:
+    """A label/annotation key: optional DNS-subdomain prefix, '/', name of <= 63 chars."""
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+        raise ValueError(f"key {key!r} has an invalid prefix {prefix!r}; use a DNS subdomain like 'example.org'")
+    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
+        raise ValueError(
+            f"key {key!r} is not a qualified name; the part after '/' must be 1-63 "
+            "alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+        )
+
+
+def check_user_labels(labels: dict[str, str], what: str, values_are_labels: bool = True) -> dict[str, str]:
+    if len(labels) > 32:
+        raise ValueError(f"{what} has {len(labels)} entries; at most 32 are allowed")
+    for key, value in labels.items():
+        if key.startswith(RESERVED_PREFIX):
+            raise ValueError(
+                f"{what} key {key!r} uses the reserved prefix {RESERVED_PREFIX!r}, which the "
+                "program stamps itself; put your label under your own prefix (e.g. 'example.org/team')"
+            )
+        check_qualified_name(key)
+        if values_are_labels and (len(value) > 63 or not _LABEL_VALUE.match(value)):
+            raise ValueError(
+                f"{what} value {value!r} for {key!r} is not a valid label value; use at most "
+                "63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
+            )
+        if not values_are_labels and len(value) > 8192:
+            raise ValueError(f"{what} value for {key!r} is longer than 8192 characters")
+    return labels
+
+
+class ObjectMeta(ApiModel):
+    name: str
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_dns_subdomain(value, "metadata.name")
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str | None) -> str | None:
+        return None if value is None else check_dns_label(value, "metadata.namespace")
+
+
+class LabelSelector(ApiModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items())
+
+
+class RequiredLabelSelector(ApiModel):
+    match_labels: dict[str, str]
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        return all(labels.get(k) == v for k, v in self.match_labels.items())
+
+
+class NameRef(ApiModel):
+    name: Annotated[str, Field(min_length=1)]
+
+
+class SecretKeyRef(ApiModel):
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    key: str | None = None
+    optional: bool | None = None
+
+
+class KindObject(ApiModel):
+    """Top-level document: apiVersion, kind, metadata; subclasses add spec."""
+
+    api_version: str
+    kind: str
+    metadata: ObjectMeta
+
+    NAMESPACED: ClassVar[bool] = False
+
+    @field_validator("api_version")
+    @classmethod
+    def _api_version(cls, value: str) -> str:
+        if value != API_VERSION:
+            raise ValueError(f"apiVersion {value!r} is not served; use {API_VERSION!r}")
+        return value
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.metadata.namespace
+
+    @property
+    def key(self) -> tuple[str, str] | str:
+        return (self.metadata.namespace or "default", self.metadata.name) if self.NAMESPACED else self.metadata.name

@@ -1,0 +1,71 @@
+"""The whole declared fleet: every validated manifest, indexed by kind and key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .common import KindObject
+from .inference_class import InferenceClass
+from .inference_cluster import InferenceCluster
+from .inference_gateway import InferenceGateway
+from .model_cache import ModelCache
+from .model_deployment import ModelDeployment
+from .model_endpoint import ModelEndpoint
+from .model_service import ModelService
+
+Key = tuple[str, str]
+
+
+@dataclass
+class Fleet:
+    classes: dict[str, InferenceClass] = field(default_factory=dict)
+    clusters: dict[str, InferenceCluster] = field(default_factory=dict)
+    gateways: dict[str, InferenceGateway] = field(default_factory=dict)
+    caches: dict[Key, ModelCache] = field(default_factory=dict)
+    deployments: dict[Key, ModelDeployment] = field(default_factory=dict)
+    services: dict[Key, ModelService] = field(default_factory=dict)
+    endpoints: dict[Key, ModelEndpoint] = field(default_factory=dict)
+    sources: dict[tuple[str, object], str] = field(default_factory=dict)
+
+    def _table(self, kind: str) -> dict:
+        return {
+            "InferenceClass": self.classes,
+            "InferenceCluster": self.clusters,
+            "InferenceGateway": self.gateways,
+            "ModelCache": self.caches,
+            "ModelDeployment": self.deployments,
+            "ModelService": self.services,
+            "ModelEndpoint": self.endpoints,
+        }[kind]
+
+    def add(self, obj: KindObject, source: str) -> None:
+        self._table(obj.kind)[obj.key] = obj
+        self.sources[(obj.kind, obj.key)] = source
+
+    def contains(self, obj: KindObject) -> bool:
+        return obj.key in self._table(obj.kind)
+
+    def source_of(self, obj: KindObject) -> str:
+        """Where a manifest came from, e.g. 'examples/kind/fleet.yaml#2'."""
+        return self.sources.get((obj.kind, obj.key), "<unknown>")
+
+    def objects(self) -> list[KindObject]:
+        out: list[KindObject] = []
+        for table in (self.classes, self.clusters, self.gateways, self.caches,
+                      self.deployments, self.services, self.endpoints):
+            out.extend(table[k] for k in sorted(table))
+        return out
+
+    def to_documents(self) -> list[dict]:
+        """Every manifest by alias, in a stable order: how the fleet travels through Pulumi inputs."""
+        return [obj.to_manifest() for obj in self.objects()]
+
+    def sort(self) -> "Fleet":
+        for name in ("classes", "clusters", "gateways", "caches", "deployments", "services", "endpoints"):
+            table = getattr(self, name)
+            setattr(self, name, {k: table[k] for k in sorted(table)})
+        return self
+
+    def cache_for(self, deployment: ModelDeployment) -> ModelCache | None:
+        ref = deployment.spec.template.spec.model_cache_ref
+        return self.caches.get((deployment.metadata.namespace or "default", ref.name)) if ref else None

@@ -1,0 +1,239 @@
+"""InferenceCluster: one Kubernetes cluster of the fleet (semantics §1.2, §1.11, §7)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from .common import ApiModel, KindObject, LabelSelector, check_user_labels
+
+SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr")
+DEFAULT_KIND_NODE_IMAGE = "kindest/node:v1.35.1"
+
+
+class Credentials(ApiModel):
+    type: Literal["ProviderConfig", "ClusterProviderConfig"] = "ClusterProviderConfig"
+    name: Annotated[str, Field(min_length=1, max_length=253)] = "default"
+
+
+class KeyedSecretRef(ApiModel):
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    key: Annotated[str, Field(min_length=1, max_length=253)] = "kubeconfig"
+
+
+class IdentitySecretRef(ApiModel):
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    key: Annotated[str, Field(min_length=1, max_length=253)] = "private_key"
+    type: Literal[
+        "GoogleApplicationCredentials", "AWSWebIdentityCredentials", "NebiusServiceAccountCredentials"
+    ] = "GoogleApplicationCredentials"
+
+
+class CacheStorage(ApiModel):
+    storage_class_name: Annotated[str, Field(min_length=1, max_length=253)]
+
+
+class ExistingSource(ApiModel):
+    # The reference reads the kubeconfig from this Secret; the Pulumi program reads it from
+    # stack config instead, so the reference is optional here.
+    secret_ref: KeyedSecretRef | None = None
+    identity_secret_ref: IdentitySecretRef | None = None
+    cache: CacheStorage | None = None
+
+
+class KindSource(ApiModel):
+    """Ours: a local kind cluster created by the program, with fake DRA GPUs."""
+
+    node_image: Annotated[str, Field(min_length=1)] = DEFAULT_KIND_NODE_IMAGE
+    workers: Annotated[int, Field(ge=0, le=8)] | None = None
+
+
+class CloudSource(ApiModel):
+    region: Annotated[str, Field(min_length=1, max_length=32)]
+    kubernetes_version: str | None = None
+    credentials: Credentials = Field(default_factory=Credentials)
+
+
+class AksSource(ApiModel):
+    location: Annotated[str, Field(min_length=1, max_length=32)]
+    kubernetes_version: str = "1.34"
+    credentials: Credentials = Field(default_factory=Credentials)
+
+
+class NebiusSource(ApiModel):
+    kubernetes_version: str = "1.34"
+    credentials: Credentials = Field(default_factory=Credentials)
+
+
+class ClusterSource(ApiModel):
+    source: Literal["Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr"]
+    endpoint_access: str | None = None
+    kind: KindSource | None = None
+    eks: CloudSource | None = None
+    gke: CloudSource | None = None
+    existing: ExistingSource | None = None
+    aks: AksSource | None = None
+    nebius: NebiusSource | None = None
+    vultr: CloudSource | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_blocks(cls, data):
+        # Kind and Nebius blocks may be empty; the reference allows `nebius: {}`.
+        if isinstance(data, dict) and data.get("source") in ("Kind",) and data.get("kind") is None:
+            data = {**data, "kind": {}}
+        return data
+
+    @model_validator(mode="after")
+    def _block(self) -> "ClusterSource":
+        block = self.source.lower()
+        if getattr(self, block) is None:
+            raise ValueError(f"cluster.{block} is required when source is {self.source}")
+        others = [s.lower() for s in SOURCES if s.lower() != block and getattr(self, s.lower()) is not None]
+        if others:
+            raise ValueError(f"cluster.{others[0]} is set but source is {self.source}; remove it or change source")
+        return self
+
+
+class Taint(ApiModel):
+    key: Annotated[str, Field(min_length=1)]
+    value: str | None = None
+    effect: Literal["NoSchedule", "NoExecute"]
+
+
+class InfinibandFabric(ApiModel):
+    fabric: Annotated[str, Field(min_length=1, max_length=63)]
+
+
+class Fabric(ApiModel):
+    type: Literal["None", "EFA", "InfiniBand"] = "None"
+    # Ours: pools sharing a non-empty domain are one interconnect, so an engine may span them.
+    domain: Annotated[str, Field(min_length=1, max_length=63)] | None = None
+    infiniband: InfinibandFabric | None = None
+
+    @model_validator(mode="after")
+    def _ib_block(self) -> "Fabric":
+        if self.infiniband is not None and self.type != "InfiniBand":
+            raise ValueError("fabric.infiniband is only allowed when fabric.type is InfiniBand")
+        return self
+
+
+class CapacityBlock(ApiModel):
+    capacity_reservation_id: Annotated[str, Field(min_length=4, max_length=64, pattern=r"^cr-[0-9a-f]+$")]
+
+
+class PoolLabel(ApiModel):
+    """Ours: how nodes of a pool get `modelplane.ai/pool` on clusters the program doesn't provision.
+
+    Apply: the program labels the nodes matched by `nodeSelector`.
+    Present: the platform team declares its nodes already carry the label.
+    """
+
+    mode: Literal["Apply", "Present"]
+    node_selector: LabelSelector | None = None
+
+    @model_validator(mode="after")
+    def _selector(self) -> "PoolLabel":
+        if self.mode == "Apply" and not (self.node_selector and self.node_selector.match_labels):
+            raise ValueError(
+                "poolLabel.mode Apply needs poolLabel.nodeSelector.matchLabels naming the pool's nodes "
+                "(e.g. {node.kubernetes.io/instance-type: p5.48xlarge})"
+            )
+        return self
+
+
+class NodePool(ApiModel):
+    name: Annotated[str, Field(min_length=1, max_length=40)]
+    class_name: Annotated[str, Field(min_length=1, max_length=253)] | None = None
+    role: Literal["GPU", "System"] | None = None
+    instance_type: str | None = None
+    node_count: Annotated[int, Field(ge=0)] = 1
+    min_node_count: Annotated[int, Field(ge=0)] | None = None
+    max_node_count: Annotated[int, Field(ge=1)] | None = None
+    zones: list[str] = Field(default_factory=list)
+    capacity_block: CapacityBlock | None = None
+    fabric: Fabric = Field(default_factory=Fabric)
+    pool_label: PoolLabel | None = None
+
+    @model_validator(mode="after")
+    def _class(self) -> "NodePool":
+        if self.role != "System" and not self.class_name:
+            raise ValueError(f"node pool {self.name!r} needs className (the InferenceClass of its nodes)")
+        return self
+
+    @property
+    def is_gpu_pool(self) -> bool:
+        return self.role != "System" and bool(self.class_name)
+
+    @property
+    def declared_nodes(self) -> int:
+        """The reference's advertised capacity: maxNodeCount when set, else nodeCount."""
+        return self.max_node_count if self.max_node_count else self.node_count
+
+
+class PlacementMetadata(ApiModel):
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        return check_user_labels(labels, "placement.metadata.labels")
+
+
+class ClusterPlacement(ApiModel):
+    metadata: PlacementMetadata = Field(default_factory=PlacementMetadata)
+
+
+class ClusterGateway(ApiModel):
+    hostname: Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[^/:]+$")] | None = None
+
+
+class InferenceClusterSpec(ApiModel):
+    cluster: ClusterSource
+    stack: Literal["Default", "Standard", "Dynamo"] = "Default"
+    taints: list[Taint] = Field(default_factory=list)
+    node_pools: Annotated[list[NodePool], Field(max_length=8)] = Field(default_factory=list)
+    placement: ClusterPlacement | None = None
+    gateway: ClusterGateway | None = None
+
+    @field_validator("stack")
+    @classmethod
+    def _stack(cls, value: str) -> str:
+        # The reference calls the default stack "Standard"; both spellings mean the same.
+        return "Default" if value == "Standard" else value
+
+    @field_validator("taints")
+    @classmethod
+    def _unique_taints(cls, taints: list[Taint]) -> list[Taint]:
+        seen = set()
+        for taint in taints:
+            if (taint.key, taint.effect) in seen:
+                raise ValueError(f"taint {taint.key}:{taint.effect} appears twice; (key, effect) must be unique")
+            seen.add((taint.key, taint.effect))
+        return taints
+
+    @field_validator("node_pools")
+    @classmethod
+    def _unique_pools(cls, pools: list[NodePool]) -> list[NodePool]:
+        names = [p.name for p in pools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"node pool names must be unique; {', '.join(dupes)} appears more than once")
+        return pools
+
+
+class InferenceCluster(KindObject):
+    kind: Literal["InferenceCluster"]
+    spec: InferenceClusterSpec
+
+    @property
+    def source(self) -> str:
+        return self.spec.cluster.source
+
+    @property
+    def gpu_pools(self) -> list[NodePool]:
+        return [p for p in self.spec.node_pools if p.is_gpu_pool]
+
+    def pool(self, name: str) -> NodePool | None:
+        return next((p for p in self.spec.node_pools if p.name == name), None)

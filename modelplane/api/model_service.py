@@ -1,0 +1,49 @@
+"""ModelService: a routing policy over endpoints, one stable URL (semantics §1.9, §4.3)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, ClassVar
+
+from pydantic import Field, field_validator
+
+from .common import ApiModel, KindObject, RequiredLabelSelector, check_dns_label
+
+_DURATION = r"^([0-9]+(h|m|s|ms)){1,4}$"
+
+
+class ServiceEntry(ApiModel):
+    name: str | None = None
+    priority: Annotated[int, Field(ge=0, le=63)] = 0
+    weight: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    selector: RequiredLabelSelector
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str | None) -> str | None:
+        return None if value is None else check_dns_label(value, "endpoint entry name")
+
+
+class Timeouts(ApiModel):
+    request: Annotated[str, Field(pattern=_DURATION)] = "300s"
+    idle: Annotated[str, Field(pattern=_DURATION)] = "60s"
+
+
+class ModelServiceSpec(ApiModel):
+    endpoints: Annotated[list[ServiceEntry], Field(min_length=1, max_length=32)]
+    timeouts: Timeouts | None = None
+
+    @field_validator("endpoints")
+    @classmethod
+    def _unique_names(cls, entries: list[ServiceEntry]) -> list[ServiceEntry]:
+        names = [e.name for e in entries if e.name]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"endpoint entry names must be unique; {', '.join(dupes)} appears more than once")
+        return entries
+
+
+class ModelService(KindObject):
+    kind: Literal["ModelService"]
+    spec: ModelServiceSpec
+
+    NAMESPACED: ClassVar[bool] = True
