@@ -1,0 +1,46 @@
+"""Human-readable reasons a cluster cannot take a replica. Each function returns the
+first reason found, in filter order, or None."""
+
+from __future__ import annotations
+
+from .shape import ClusterView, DeploymentShape
+from .taints import repelling_taint
+
+
+def _label_mismatch(labels: dict, selector: tuple[tuple[str, str], ...]) -> str | None:
+    for key, value in selector:
+        have = labels.get(key)
+        if have != value:
+            found = "missing" if have is None else f"{key}={have}"
+            return f"needs {key}={value}, cluster has {found}"
+    return None
+
+
+def selector_reason(shape: DeploymentShape, cluster: ClusterView) -> str | None:
+    miss = _label_mismatch(cluster.labels, shape.selector)
+    if miss:
+        return f"clusterSelector does not match: {miss}"
+    miss = _label_mismatch(cluster.labels, shape.cache_selector)
+    if miss:
+        return f"ModelCache {shape.cache_name} clusterSelector does not match: {miss}"
+    return None
+
+
+def taint_reason(shape: DeploymentShape, cluster: ClusterView) -> str | None:
+    taint = repelling_taint(cluster.taints, shape.tolerations)
+    return f"untolerated taint {taint}" if taint else None
+
+
+def filter_reason(shape: DeploymentShape, cluster: ClusterView) -> str | None:
+    return selector_reason(shape, cluster) or taint_reason(shape, cluster)
+
+
+def short_reason(engine: str, short: int, unit: str, pool: str) -> str:
+    unit = unit if short != 1 else unit.rstrip("s")
+    return f"engine {engine}: short by {short} {unit} in pool {pool}"
+
+
+def no_pool_reason(engine: str, details: list[str]) -> str:
+    if not details:
+        return f"no pool for engine {engine}: the cluster publishes no pools"
+    return f"no pool for engine {engine}: " + "; ".join(details)

@@ -1,0 +1,116 @@
+"""Builders for reference-style manifests (plain dicts), used by the scheduler's tests,
+property tests and benchmark to state fleets briefly. Output loads with
+`modelplane.api.load_documents` / `load_manifest_text(to_yaml(docs))`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+API = "modelplane.ai/v1alpha1"
+GPU_DRIVER = "gpu.nvidia.com"
+
+
+def mem_at_least(gib: int | str) -> str:
+    q = f"{gib}Gi" if isinstance(gib, int) else gib
+    return f'device.capacity["{GPU_DRIVER}"].memory.compareTo(quantity("{q}")) >= 0'
+
+
+def device(name: str = "gpu", count: int = 1, memory: str = "80Gi", claim: str = "DRA",
+           driver: str = GPU_DRIVER, attributes: dict | None = None) -> dict:
+    d: dict[str, Any] = {"name": name, "driver": driver, "count": count, "claim": claim,
+                         "capacity": {"memory": {"value": memory}}}
+    if claim == "DRA":
+        d["deviceClassName"] = driver
+    if attributes:
+        d["attributes"] = attributes
+    return d
+
+
+def inference_class(name: str, *devices: dict) -> dict:
+    return {"apiVersion": API, "kind": "InferenceClass", "metadata": {"name": name},
+            "spec": {"devices": list(devices) or [device()]}}
+
+
+def gpu_class(name: str, count: int = 1, memory: str = "80Gi") -> dict:
+    return inference_class(name, device("gpu", count, memory))
+
+
+def pool(name: str, class_name: str, nodes: int = 1, max_nodes: int | None = None,
+         domain: str | None = None) -> dict:
+    p: dict[str, Any] = {"name": name, "className": class_name, "nodeCount": nodes}
+    if max_nodes is not None:
+        p["maxNodeCount"] = max_nodes
+    if domain is not None:
+        p["fabric"] = {"type": "None", "domain": domain}
+    return p
+
+
+def cluster(name: str, *pools: dict, labels: dict | None = None,
+            taints: list[dict] | None = None) -> dict:
+    spec: dict[str, Any] = {"cluster": {"source": "Kind"}, "nodePools": list(pools)}
+    if taints:
+        spec["taints"] = taints
+    meta: dict[str, Any] = {"name": name}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": API, "kind": "InferenceCluster", "metadata": meta, "spec": spec}
+
+
+def taint(key: str, effect: str = "NoSchedule", value: str | None = None) -> dict:
+    t = {"key": key, "effect": effect}
+    if value is not None:
+        t["value"] = value
+    return t
+
+
+def request(name: str = "gpu", count: int = 1, *cels: str) -> dict:
+    return {"name": name, "count": count,
+            "selectors": [{"cel": c} for c in (cels or (mem_at_least(40),))]}
+
+
+def member(role: str = "Standalone", *requests: dict, nodes: int | None = None) -> dict:
+    m: dict[str, Any] = {"role": role, "template": {"spec": {"containers": [
+        {"name": "engine", "image": "vllm/vllm-openai:v0.11.0"}]}}}
+    if requests:
+        m["nodeSelector"] = {"devices": list(requests)}
+    if nodes is not None:
+        m["worker"] = {"nodes": nodes}
+    return m
+
+
+def standalone(gpus: int = 1, min_gib: int | str = 40) -> dict:
+    return member("Standalone", request("gpu", gpus, mem_at_least(min_gib)))
+
+
+def engine(name: str = "main", *members: dict, copies: int = 1) -> dict:
+    return {"name": name, "copies": copies, "members": list(members) or [standalone()]}
+
+
+def deployment(name: str, replicas: int = 1, *engines: dict, namespace: str = "default",
+               selector: dict | None = None, tolerations: list[dict] | None = None,
+               cache: str | None = None) -> dict:
+    spec: dict[str, Any] = {"engines": list(engines) or [engine()]}
+    if selector:
+        spec["clusterSelector"] = {"matchLabels": selector}
+    if tolerations:
+        spec["tolerations"] = tolerations
+    if cache:
+        spec["modelCacheRef"] = {"name": cache}
+    return {"apiVersion": API, "kind": "ModelDeployment",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"replicas": replicas, "template": {"spec": spec}}}
+
+
+def model_cache(name: str, namespace: str = "default", selector: dict | None = None) -> dict:
+    spec: dict[str, Any] = {"source": "HuggingFace",
+                            "huggingFace": {"repo": "Qwen/Qwen3-0.6B", "sizeGiB": 10}}
+    if selector:
+        spec["clusterSelector"] = {"matchLabels": selector}
+    return {"apiVersion": API, "kind": "ModelCache",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def to_yaml(docs: list[dict]) -> str:
+    return yaml.safe_dump_all(docs, sort_keys=False)

@@ -1,0 +1,161 @@
+"""Capacity ledgers: free capacity per (cluster, pool), in nodes or in devices.
+
+`Usage` = (pods, devices one pod takes per device kind of the pool's class); only
+members that claim a DRA device produce one (claimless members cost nothing).
+
+Node accounting (the reference): a claiming pod takes a whole node.
+Device accounting (default): each node keeps its free devices per kind; all devices of
+one pod come from one node, chosen best-fit. Nodes with equal free vectors are
+interchangeable, so a pool is stored as {free vector: node count}: a 1,000-node pool
+costs one dict entry until its nodes start to differ.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+Usage = tuple[int, tuple[int, ...]]
+PoolKey = tuple[str, str]
+
+
+class PoolState(Protocol):
+    unit: str
+
+    def copy(self) -> "PoolState": ...
+    def try_take(self, usages: Iterable[Usage]) -> int: ...
+    def force_take(self, usages: Iterable[Usage]) -> None: ...
+
+
+class NodePool:
+    __slots__ = ("free",)
+    unit = "nodes"
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+
+    def copy(self) -> "NodePool":
+        return NodePool(self.free)
+
+    def try_take(self, usages: Iterable[Usage]) -> int:
+        """Charge and return 0, or charge nothing and return how many nodes are missing."""
+        need = sum(pods for pods, _ in usages)
+        if need > self.free:
+            return need - max(self.free, 0)
+        self.free -= need
+        return 0
+
+    def force_take(self, usages: Iterable[Usage]) -> None:
+        # Retained replicas are charged even past capacity (retain never checks it);
+        # a negative balance then blocks new placements on the pool.
+        self.free -= sum(pods for pods, _ in usages)
+
+
+class DevicePool:
+    __slots__ = ("groups", "overdraft")
+    unit = "devices"
+
+    def __init__(self, groups: dict[tuple[int, ...], int], overdraft: int = 0) -> None:
+        self.groups = groups          # free devices per kind -> nodes in that state
+        self.overdraft = overdraft    # retained pods that fit on no node
+
+    @classmethod
+    def full(cls, per_node: tuple[int, ...], nodes: int) -> "DevicePool":
+        return cls({per_node: nodes} if nodes > 0 else {})
+
+    def copy(self) -> "DevicePool":
+        return DevicePool(dict(self.groups), self.overdraft)
+
+    def _place(self, groups: dict[tuple[int, ...], int], per_pod: tuple[int, ...]) -> bool:
+        best = None
+        best_key = None
+        for vec in groups:
+            if all(f >= u for f, u in zip(vec, per_pod)):
+                # best-fit: the node with the fewest free devices that still fits keeps
+                # emptier nodes whole for larger pods
+                key = (sum(vec), vec)
+                if best_key is None or key < best_key:
+                    best, best_key = vec, key
+        if best is None:
+            return False
+        left = groups[best] - 1
+        if left:
+            groups[best] = left
+        else:
+            del groups[best]
+        rest = tuple(f - u for f, u in zip(best, per_pod))
+        groups[rest] = groups.get(rest, 0) + 1
+        return True
+
+    def try_take(self, usages: Iterable[Usage]) -> int:
+        """Charge and return 0, or charge nothing and return how many devices are
+        missing (devices of the pods that found no node)."""
+        usages = list(usages)
+        if not usages:
+            return 0
+        groups = dict(self.groups)
+        short = 0
+        for pods, per_pod in usages:
+            for _ in range(pods):
+                if self.overdraft or not self._place(groups, per_pod):
+                    short += sum(per_pod)
+        if short:
+            return short
+        self.groups = groups
+        return 0
+
+    def force_take(self, usages: Iterable[Usage]) -> None:
+        for pods, per_pod in usages:
+            for _ in range(pods):
+                if not self._place(self.groups, per_pod):
+                    self.overdraft += 1
+
+
+class Ledger:
+    def __init__(self, accounting: str) -> None:
+        if accounting not in ("Node", "Device"):
+            raise ValueError(f"accounting must be Node or Device, not {accounting!r}")
+        self.accounting = accounting
+        self._pools: dict[PoolKey, PoolState] = {}
+
+    def add_pool(self, key: PoolKey, nodes: int, per_node: tuple[int, ...]) -> None:
+        if self.accounting == "Node":
+            self._pools[key] = NodePool(nodes)
+        else:
+            self._pools[key] = DevicePool.full(per_node, nodes)
+
+    def state(self, key: PoolKey) -> PoolState:
+        return self._pools[key]
+
+    def put(self, key: PoolKey, state: PoolState) -> None:
+        self._pools[key] = state
+
+    def charge(self, key: PoolKey, usages: list[Usage]) -> None:
+        # A pool that is no longer published consumes nothing: pods pinned to it can't run.
+        state = self._pools.get(key)
+        if state is not None and usages:
+            state.force_take(usages)
+
+
+class Trial:
+    """Copy-on-write view over a ledger (or another trial): placing one replica on one
+    cluster touches a few pools, and a failed trial must leave no trace."""
+
+    __slots__ = ("_parent", "_touched")
+
+    def __init__(self, parent: "Ledger | Trial") -> None:
+        self._parent = parent
+        self._touched: dict[PoolKey, PoolState] = {}
+
+    def state(self, key: PoolKey) -> PoolState:
+        s = self._touched.get(key)
+        if s is None:
+            s = self._touched[key] = self._parent.state(key).copy()
+        return s
+
+    def put(self, key: PoolKey, state: PoolState) -> None:
+        self._touched[key] = state
+
+    def commit(self) -> None:
+        for key, state in self._touched.items():
+            self._parent.put(key, state)
+        self._touched = {}

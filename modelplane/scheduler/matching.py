@@ -1,0 +1,97 @@
+"""Matching one member's device requests against one pool's class (semantics §2.4).
+
+The result depends only on (member, class), never on the cluster or on capacity, so it
+is memoized per pair: every pool of a class on every cluster shares one answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .shape import ClassView, MemberShape
+
+
+@dataclass(frozen=True)
+class ResolvedRequest:
+    """A DRA request as the replica's ResourceClaimTemplate must carry it."""
+    name: str
+    device_class_name: str | None
+    count: int
+    cels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class MemberMatch:
+    resolved: tuple[ResolvedRequest, ...]   # DRA matches only; Synthetic ones resolve nothing
+    per_pod: tuple[int, ...]                # devices one pod takes, per device kind of the class
+    synthetic_only: bool                    # matched something, but nothing claimable
+
+    @property
+    def claims(self) -> bool:
+        return bool(self.resolved)
+
+
+@dataclass(frozen=True)
+class NoMatch:
+    request: str
+    why: str
+
+    def __str__(self) -> str:
+        return f"request {self.request!r} {self.why}"
+
+
+class Matcher:
+    def __init__(self, selector_cache: Any | None = None) -> None:
+        if selector_cache is None:
+            from modelplane.cel import SelectorCache
+
+            selector_cache = SelectorCache()
+        self._cel = selector_cache
+        self._memo: dict[tuple[int, str], MemberMatch | NoMatch] = {}
+
+    def match(self, member: MemberShape, cls: ClassView) -> MemberMatch | NoMatch:
+        key = (id(member), cls.name)
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = self._match(member, cls)
+        return hit
+
+    def _selects(self, cels: tuple[str, ...], cls: ClassView, i: int) -> bool:
+        device = cls.devices[i]
+        view = cls.device_view(i)
+        return all(self._cel.matches(expr, cls.name, device.name, view) for expr in cels)
+
+    def _match(self, member: MemberShape, cls: ClassView) -> MemberMatch | NoMatch:
+        remaining = [d.count for d in cls.devices]
+        taken = [0] * len(cls.devices)
+        resolved = []
+        matched_any = False
+        # Greedy in request order, first device in class order, no backtracking: the
+        # reference's rule, kept so Node mode reproduces its placements exactly.
+        for req in member.requests:
+            chosen = None
+            short_of = None
+            for i, device in enumerate(cls.devices):
+                if not self._selects(req.cels, cls, i):
+                    continue
+                if remaining[i] >= req.count:
+                    chosen = i
+                    break
+                if short_of is None:
+                    short_of = i
+            if chosen is None:
+                if short_of is None:
+                    return NoMatch(req.name, "matched no device")
+                d = cls.devices[short_of]
+                return NoMatch(req.name, f"matched too few devices (needs {req.count}, "
+                                         f"{d.name} has {remaining[short_of]} of {d.count} "
+                                         f"per node left)")
+            matched_any = True
+            remaining[chosen] -= req.count
+            taken[chosen] += req.count
+            device = cls.devices[chosen]
+            if device.dra:
+                resolved.append(ResolvedRequest(req.name, device.device_class_name,
+                                                req.count, req.cels))
+        return MemberMatch(tuple(resolved), tuple(taken), matched_any and not resolved)

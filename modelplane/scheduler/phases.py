@@ -1,0 +1,170 @@
+"""The three fleet-wide phases: retain (+ scale down), ledger, fill."""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from modelplane.naming import replica_name
+
+from .explain import filter_reason, selector_reason
+from .ledger import Ledger, Usage
+from .matching import Matcher
+from .placement import EngineOptions, engine_options, place_replica, resolve_retained
+from .shape import ClusterView, DeploymentShape
+from .taints import evicting_taint, repelling_taint
+from .types import DeploymentPlacement, PlacedReplica, Unplaced
+
+
+@dataclass
+class Context:
+    clusters: dict[str, ClusterView]           # sorted by name
+    matcher: Matcher
+    accounting: str
+    _candidates: dict[tuple, list[ClusterView]] = field(default_factory=dict)
+
+    def candidates(self, shape: DeploymentShape) -> list[ClusterView]:
+        """Clusters both the deployment's and its cache's selectors match (a true
+        intersection). Memoized per selector pair: deployments tend to share them."""
+        key = (shape.selector, shape.cache_selector)
+        hit = self._candidates.get(key)
+        if hit is None:
+            hit = self._candidates[key] = [c for c in self.clusters.values()
+                                           if selector_reason(shape, c) is None]
+        return hit
+
+
+@dataclass
+class DeploymentState:
+    shape: DeploymentShape
+    retained: list[PlacedReplica] = field(default_factory=list)
+    charges: dict[tuple[str, int], list[tuple[str, list[Usage]]]] = field(default_factory=dict)
+    placed: list[PlacedReplica] = field(default_factory=list)
+    unplaced: list[Unplaced] = field(default_factory=list)
+    # (previous replica, why it is not kept): moved, dropped or scaled away
+    dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list)
+    candidates: int = 0
+
+
+def retain(ctx: Context, shape: DeploymentShape,
+           previous: DeploymentPlacement | None) -> DeploymentState:
+    st = DeploymentState(shape)
+    if previous is None:
+        return st
+    if shape.invalid:
+        # Can't re-resolve against an uncompilable spec: hold the replicas as they are
+        # (never tear down infrastructure over an input error). They charge nothing.
+        st.retained = sorted(previous.replicas, key=lambda r: (r.cluster, r.index))
+        return st
+    seen: set[tuple[str, int]] = set()
+    for rep in sorted(previous.replicas, key=lambda r: r.name):
+        index = rep.index if isinstance(rep.index, int) and rep.index >= 0 else 0
+        cluster = ctx.clusters.get(rep.cluster) if rep.cluster else None
+        if cluster is None:
+            st.dropped.append((rep, f"cluster {rep.cluster!r} is gone"))
+            continue
+        why = selector_reason(shape, cluster)
+        if why:
+            st.dropped.append((rep, why))
+            continue
+        ident = (cluster.name, index)
+        if ident in seen:
+            st.dropped.append((rep, f"duplicate of replica {cluster.name}#{index}"))
+            continue
+        taint = evicting_taint(cluster.taints, shape.tolerations)
+        if taint:
+            st.dropped.append((rep, f"evicted by untolerated taint {taint}"))
+            continue
+        engines, charges, why = resolve_retained(ctx.matcher, shape, cluster, rep.engines)
+        if engines is None:
+            st.dropped.append((rep, why or "no longer matches"))
+            continue
+        seen.add(ident)
+        st.retained.append(PlacedReplica(replica_name(shape.name, cluster.name, index),
+                                         index, cluster.name, engines))
+        st.charges[ident] = charges
+    return st
+
+
+def scale_down(st: DeploymentState) -> None:
+    if st.shape.invalid:
+        return
+    survivors = list(st.retained)
+    load = Counter(r.cluster for r in survivors)
+    while len(survivors) > st.shape.desired:
+        # most-loaded cluster first, ties to the later cluster name, then highest index
+        victim = max(survivors, key=lambda r: (load[r.cluster], r.cluster, r.index))
+        survivors.remove(victim)
+        load[victim.cluster] -= 1
+        st.charges.pop((victim.cluster, victim.index), None)
+        st.dropped.append((victim, "scaled down"))
+    st.retained = survivors
+
+
+def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
+    ledger = Ledger(ctx.accounting)
+    for cluster in ctx.clusters.values():
+        for pool in cluster.pools:
+            ledger.add_pool((cluster.name, pool.name), pool.nodes,
+                            tuple(d.count for d in pool.cls.devices))
+    # Every kept replica of every deployment, at its current spec's cost, in a fixed
+    # order so Device packing of retained pods is reproducible.
+    for st in states:
+        for (cluster, _), charges in sorted(st.charges.items()):
+            for pool, usages in charges:
+                ledger.charge((cluster, pool), usages)
+    return ledger
+
+
+def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
+    shape = st.shape
+    if shape.invalid:
+        return
+    candidates = ctx.candidates(shape)
+    st.candidates = len(candidates)
+    missing = shape.desired - len(st.retained)
+    if missing <= 0:
+        return
+    load = Counter(r.cluster for r in st.retained)
+    used: dict[str, set[int]] = {}
+    for r in st.retained:
+        used.setdefault(r.cluster, set()).add(r.index)
+    heap = [(load[c.name], c.name) for c in candidates
+            if repelling_taint(c.taints, shape.tolerations) is None]
+    heapq.heapify(heap)
+    rejected: dict[str, str] = {}
+    options: dict[str, list[EngineOptions]] = {}
+    while missing and heap:
+        n, name = heap[0]
+        opts = options.get(name)
+        if opts is None:
+            opts = options[name] = [engine_options(ctx.matcher, e, ctx.clusters[name])
+                                    for e in shape.engines]
+        engines, why = place_replica(opts, name, ledger)
+        if engines is None:
+            # Capacity only shrinks during a pass, so a cluster that can't take this
+            # replica can't take any later one of the same deployment either.
+            heapq.heappop(heap)
+            rejected[name] = why or "rejected"
+            continue
+        taken = used.setdefault(name, set())
+        index = 0
+        while index in taken:
+            index += 1
+        taken.add(index)
+        st.placed.append(PlacedReplica(replica_name(shape.name, name, index), index, name, engines))
+        heapq.heapreplace(heap, (n + 1, name))
+        missing -= 1
+    if missing:
+        reasons = _reasons(ctx, shape, rejected)
+        first = len(st.retained) + len(st.placed)
+        st.unplaced = [Unplaced(first + i, reasons) for i in range(missing)]
+
+
+def _reasons(ctx: Context, shape: DeploymentShape, rejected: Mapping[str, str]) -> dict[str, str]:
+    reasons = {}
+    for name, cluster in ctx.clusters.items():
+        reasons[name] = filter_reason(shape, cluster) or rejected.get(name, "rejected")
+    return reasons

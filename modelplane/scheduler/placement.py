@@ -1,0 +1,192 @@
+"""Placing one replica on one cluster (semantics §2.5), and re-resolving a retained one
+(§2.7). Two halves:
+
+* `EngineOptions` — everything that does not depend on capacity (which pools can host
+  the engine, which fabric groups it may span), computed once per (deployment, cluster).
+* `place_replica` — the capacity half, run against a copy-on-write trial of the ledger.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .explain import no_pool_reason, short_reason
+from .ledger import Ledger, Trial, Usage
+from .matching import Matcher, MemberMatch, NoMatch
+from .shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
+from .types import EnginePlacement
+
+
+def member_usage(member: MemberShape, match: MemberMatch) -> list[Usage]:
+    # Claimless members (no request, or Synthetic matches only) cost nothing.
+    return [(member.pod_count, match.per_pod)] if match.claims else []
+
+
+@dataclass
+class EngineOptions:
+    engine: EngineShape
+    # (pool, usages) for every pool that can host the whole engine, published order
+    hosts: list[tuple[PoolView, list[Usage]]] = field(default_factory=list)
+    # pools sharing one non-empty fabric domain (>= 2 pools), in order of first appearance
+    groups: list[list[PoolView]] = field(default_factory=list)
+    matches: dict[str, tuple[MemberMatch | NoMatch, ...]] = field(default_factory=dict)
+    claimable: tuple[bool, ...] = ()
+    error: str | None = None        # no member can claim anything: never placeable here
+    details: list[str] = field(default_factory=list)   # why each non-host pool fails
+
+    def member_fits_pool(self, mi: int, pool: PoolView) -> MemberMatch | None:
+        match = self.matches[pool.name][mi]
+        if isinstance(match, NoMatch):
+            return None
+        # A member able to claim a DRA device somewhere must not be stranded claimless.
+        if self.claimable[mi] and not match.claims:
+            return None
+        return match
+
+
+def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) -> EngineOptions:
+    opts = EngineOptions(engine)
+    for pool in cluster.pools:
+        opts.matches[pool.name] = tuple(matcher.match(m, pool.cls) for m in engine.members)
+    opts.claimable = tuple(
+        any(isinstance(ms[mi], MemberMatch) and ms[mi].claims for ms in opts.matches.values())
+        for mi in range(len(engine.members))
+    )
+    details = opts.details
+    for pool in cluster.pools:
+        why = None
+        for mi, member in enumerate(engine.members):
+            match = opts.matches[pool.name][mi]
+            if isinstance(match, NoMatch):
+                why = f"member {mi} ({member.role}) {match}"
+                break
+            if opts.claimable[mi] and not match.claims:
+                why = (f"member {mi} ({member.role}) resolves only Synthetic devices here "
+                       f"but claims a DRA device elsewhere")
+                break
+        if why is None and not any(opts.claimable):
+            why = "only Synthetic devices match: nothing to claim"
+        if why is None:
+            usages = []
+            for mi, member in enumerate(engine.members):
+                usages += member_usage(member, opts.matches[pool.name][mi])
+            opts.hosts.append((pool, usages))
+        else:
+            details.append(f"pool {pool.name}: {why}")
+    if not any(opts.claimable):
+        opts.error = no_pool_reason(engine.name, details)
+        return opts
+    by_domain: dict[str, list[PoolView]] = {}
+    for pool in cluster.pools:
+        if pool.domain:
+            by_domain.setdefault(pool.domain, []).append(pool)
+    opts.groups = [g for g in by_domain.values() if len(g) > 1]
+    return opts
+
+
+def _span(opts: EngineOptions, cluster: str, trial: Trial,
+          group: list[PoolView]) -> tuple[tuple[str, ...] | None, tuple[int, str] | None]:
+    """Each member independently on the first pool of the fabric group that matches it
+    and has room. Returns (member pools, None) or (None, smallest shortage seen)."""
+    sub = Trial(trial)
+    pools = []
+    shortest = None
+    for mi, member in enumerate(opts.engine.members):
+        for pool in group:
+            match = opts.member_fits_pool(mi, pool)
+            if match is None:
+                continue
+            short = sub.state((cluster, pool.name)).try_take(member_usage(member, match))
+            if short == 0:
+                pools.append(pool.name)
+                break
+            if shortest is None or short < shortest[0]:
+                shortest = (short, pool.name)
+        else:
+            return None, shortest
+    sub.commit()
+    return tuple(pools), None
+
+
+def _engine_pool(opts: EngineOptions, member_pools: tuple[str, ...]) -> str:
+    for mi, pool in enumerate(member_pools):
+        if opts.claimable[mi]:
+            return pool
+    return member_pools[0]
+
+
+def place_engine(opts: EngineOptions, cluster: str, trial: Trial, unit: str
+                 ) -> tuple[EnginePlacement | None, str | None]:
+    if opts.error:
+        return None, opts.error
+    engine = opts.engine
+    shortest: tuple[int, str] | None = None
+    for pool, usages in opts.hosts:
+        short = trial.state((cluster, pool.name)).try_take(usages)
+        if short == 0:
+            return EnginePlacement(pool.name, (pool.name,) * len(engine.members)), None
+        if shortest is None or short < shortest[0]:
+            shortest = (short, pool.name)
+    for group in opts.groups:
+        member_pools, short = _span(opts, cluster, trial, group)
+        if member_pools is not None:
+            return EnginePlacement(_engine_pool(opts, member_pools), member_pools), None
+        if short is not None and (shortest is None or short[0] < shortest[0]):
+            shortest = short
+    if shortest is not None:
+        return None, short_reason(engine.name, shortest[0], unit, shortest[1])
+    return None, no_pool_reason(engine.name, opts.details)
+
+
+def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger
+                  ) -> tuple[dict[str, EnginePlacement] | None, str | None]:
+    """All engines of one replica on one cluster, or nothing: engines share one trial so
+    they never double-book a pool, and a failure discards the trial."""
+    unit = "nodes" if ledger.accounting == "Node" else "devices"
+    trial = Trial(ledger)
+    engines = {}
+    for opts in options:
+        placed, reason = place_engine(opts, cluster, trial, unit)
+        if placed is None:
+            return None, reason
+        engines[opts.engine.name] = placed
+    trial.commit()
+    return engines, None
+
+
+def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterView,
+                     engines: dict[str, EnginePlacement]
+                     ) -> tuple[dict[str, EnginePlacement] | None, list[tuple[str, list[Usage]]], str | None]:
+    """Re-check an existing replica's pins against the current spec (capacity is not
+    checked). Returns (engines, [(pool, usages)], None) or (None, [], reason to move)."""
+    if sorted(engines) != sorted(e.name for e in shape.engines):
+        return None, [], "engines changed"
+    resolved = {}
+    charges: list[tuple[str, list[Usage]]] = []
+    for engine in shape.engines:
+        placed = engines[engine.name]
+        pools = placed.pools_for(len(engine.members))
+        if len(pools) != len(engine.members):
+            return None, [], f"engine {engine.name}: members changed"
+        claims = False
+        first_claiming = None
+        for member, pool_name in zip(engine.members, pools):
+            pool = cluster.pool(pool_name)
+            if pool is None:
+                return None, [], f"engine {engine.name}: pool {pool_name} is gone"
+            match = matcher.match(member, pool.cls)
+            if isinstance(match, NoMatch):
+                return None, [], (f"engine {engine.name}: member {member.index} "
+                                  f"({member.role}) no longer matches pool {pool_name}: {match}")
+            if match.claims:
+                claims = True
+                first_claiming = first_claiming or pool_name
+            charges.append((pool_name, member_usage(member, match)))
+        if not claims:
+            return None, [], f"engine {engine.name}: no member resolves a DRA device"
+        if len(set(pools)) > 1:
+            domains = {cluster.pool(p).domain for p in pools}  # type: ignore[union-attr]
+            if len(domains) != 1 or None in domains:
+                return None, [], f"engine {engine.name}: its pools no longer share a fabric domain"
+        resolved[engine.name] = EnginePlacement(first_claiming or pools[0], tuple(pools))
+    return resolved, charges, None

@@ -1,0 +1,267 @@
+"""Compile the loaded fleet into the small, immutable shapes the scheduler works on.
+
+Everything the algorithm needs is read from the pydantic models exactly once here, so
+the phases never touch the API models and per-replica work stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+def _get(obj: Any, *path: str, default: Any = None) -> Any:
+    for name in path:
+        if obj is None:
+            return default
+        obj = getattr(obj, name, None)
+    return default if obj is None else obj
+
+
+def _nonneg(value: Any) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return 0
+    return n if n > 0 else 0
+
+
+# ---------------------------------------------------------------- deployments
+
+@dataclass(frozen=True, eq=False)
+class RequestShape:
+    name: str
+    count: int
+    cels: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class MemberShape:
+    index: int
+    role: str
+    pods: int          # pods of one gang: worker.nodes for a Worker, else 1
+    copies: int        # engine copies; every copy needs its own pods
+    requests: tuple[RequestShape, ...]
+
+    @property
+    def pod_count(self) -> int:
+        return self.pods * self.copies
+
+
+@dataclass(frozen=True, eq=False)
+class EngineShape:
+    name: str
+    copies: int
+    members: tuple[MemberShape, ...]
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str
+    operator: str      # "Equal" | "Exists"
+    value: str
+    effect: str        # "" = every effect
+
+
+@dataclass(eq=False)
+class DeploymentShape:
+    namespace: str
+    name: str
+    desired: int
+    engines: tuple[EngineShape, ...]
+    selector: tuple[tuple[str, str], ...]        # deployment clusterSelector.matchLabels
+    cache_name: str | None
+    cache_selector: tuple[tuple[str, str], ...]  # referenced ModelCache's matchLabels
+    tolerations: tuple[Toleration, ...]
+    invalid: str | None = None                   # CEL compile error, if any
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.namespace, self.name)
+
+    def engine(self, name: str) -> EngineShape | None:
+        return next((e for e in self.engines if e.name == name), None)
+
+
+def _labels(mapping: Any) -> tuple[tuple[str, str], ...]:
+    if not mapping:
+        return ()
+    return tuple(sorted((str(k), "" if v is None else str(v)) for k, v in dict(mapping).items()))
+
+
+def compile_deployment(fleet: Any, key: tuple[str, str], dep: Any) -> DeploymentShape:
+    namespace, name = key
+    spec = _get(dep, "spec", "template", "spec")
+    engines = []
+    invalid = None
+    for engine in _get(spec, "engines", default=[]):
+        copies = _get(engine, "copies", default=1) or 1
+        members = []
+        for mi, member in enumerate(_get(engine, "members", default=[])):
+            role = _get(member, "role", default="Standalone") or "Standalone"
+            pods = _get(member, "worker", "nodes", default=1) if role == "Worker" else 1
+            requests = []
+            for dev in _get(member, "node_selector", "devices", default=[]):
+                cels = tuple(s.cel for s in (_get(dev, "selectors", default=[]))
+                             if getattr(s, "cel", None))
+                requests.append(RequestShape(_get(dev, "name", default=""),
+                                             _get(dev, "count", default=1) or 1, cels))
+                if invalid is None:
+                    err = _compile_error(cels)
+                    if err is not None:
+                        invalid = (f"Invalid nodeSelector CEL expression in engine "
+                                   f"{engine.name!r}, member {mi} ({role}), request "
+                                   f"{requests[-1].name!r}: {err}")
+            members.append(MemberShape(mi, role, max(1, int(pods)), int(copies), tuple(requests)))
+        engines.append(EngineShape(engine.name, int(copies), tuple(members)))
+
+    cache_name = _get(spec, "model_cache_ref", "name")
+    cache_selector: tuple[tuple[str, str], ...] = ()
+    if cache_name:
+        cache = fleet.caches.get((namespace, cache_name))
+        cache_selector = _labels(_get(cache, "spec", "cluster_selector", "match_labels"))
+
+    tolerations = tuple(
+        Toleration(
+            key=_get(t, "key", default=""),
+            operator=_get(t, "operator", default="Equal") or "Equal",
+            value=_get(t, "value", default=""),
+            effect=_get(t, "effect", default=""),
+        )
+        for t in _get(spec, "tolerations", default=[])
+    )
+    return DeploymentShape(
+        namespace=namespace,
+        name=name,
+        desired=_nonneg(_get(dep, "spec", "replicas", default=0)),
+        engines=tuple(engines),
+        selector=_labels(_get(spec, "cluster_selector", "match_labels")),
+        cache_name=cache_name,
+        cache_selector=cache_selector,
+        tolerations=tolerations,
+        invalid=invalid,
+    )
+
+
+def _compile_error(cels: tuple[str, ...]) -> str | None:
+    from modelplane import cel
+
+    for expr in cels:
+        try:
+            cel.compile_selector(expr)
+        except cel.CelError as exc:
+            return f"{expr!r}: {exc}"
+    return None
+
+
+# ------------------------------------------------------------------- clusters
+
+@dataclass(frozen=True, eq=False)
+class DeviceKind:
+    name: str
+    dra: bool                 # claim DRA (resolved into ResourceClaims) vs Synthetic
+    device_class_name: str | None
+    count: int                # devices of this kind per node
+    driver: str
+    attributes_raw: Mapping[str, Any]
+    capacity_raw: Mapping[str, Any]
+
+
+@dataclass(eq=False)
+class ClassView:
+    name: str
+    devices: tuple[DeviceKind, ...]
+    _views: dict[int, Any] = field(default_factory=dict)
+
+    def device_view(self, i: int) -> Any:
+        view = self._views.get(i)
+        if view is None:
+            from modelplane.cel import DeviceView
+
+            d = self.devices[i]
+            view = DeviceView.from_spec(d.driver, dict(d.attributes_raw), dict(d.capacity_raw))
+            self._views[i] = view
+        return view
+
+
+@dataclass(frozen=True, eq=False)
+class PoolView:
+    name: str
+    cls: ClassView
+    nodes: int                # capacity: observed node count if given, else declared
+    domain: str | None        # fabric.domain; pools sharing one may host one engine
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True, eq=False)
+class ClusterView:
+    name: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    pools: tuple[PoolView, ...]          # published order = spec.nodePools order
+
+    def pool(self, name: str) -> PoolView | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+
+def compile_classes(fleet: Any) -> dict[str, ClassView]:
+    classes = {}
+    for name in sorted(fleet.classes):
+        devices = []
+        for d in _get(fleet.classes[name], "spec", "devices", default=[]):
+            attrs = {k: (v.raw() if hasattr(v, "raw") else v)
+                     for k, v in (_get(d, "attributes", default={}) or {}).items()}
+            caps = {k: (getattr(v, "value", v)) for k, v in (_get(d, "capacity", default={}) or {}).items()}
+            devices.append(DeviceKind(
+                name=d.name,
+                dra=(_get(d, "claim", default="DRA") or "DRA") == "DRA",
+                device_class_name=_get(d, "device_class_name"),
+                count=_nonneg(_get(d, "count", default=1)),
+                driver=_get(d, "driver", default=""),
+                attributes_raw=attrs,
+                capacity_raw=caps,
+            ))
+        classes[name] = ClassView(name, tuple(devices))
+    return classes
+
+
+def declared_nodes(pool: Any) -> int:
+    max_nodes = _get(pool, "max_node_count")
+    if max_nodes:
+        return _nonneg(max_nodes)
+    return _nonneg(_get(pool, "node_count", default=1))
+
+
+def compile_clusters(fleet: Any, observed: Mapping[str, Mapping[str, int]] | None = None
+                     ) -> dict[str, ClusterView]:
+    classes = compile_classes(fleet)
+    observed = observed or {}
+    clusters = {}
+    for name in sorted(fleet.clusters):
+        ic = fleet.clusters[name]
+        seen = observed.get(name) or {}
+        pools = []
+        for p in _get(ic, "spec", "node_pools", default=[]):
+            cls = classes.get(_get(p, "class_name"))
+            # A pool whose class is missing or empty is not published (semantics §1.2).
+            if cls is None or not cls.devices:
+                continue
+            nodes = _nonneg(seen[p.name]) if p.name in seen else declared_nodes(p)
+            domain = _get(p, "fabric", "domain") or None
+            pools.append(PoolView(p.name, cls, nodes, domain))
+        taints = tuple(Taint(_get(t, "key", default=""), _get(t, "value", default=""),
+                             _get(t, "effect", default=""))
+                       for t in _get(ic, "spec", "taints", default=[]))
+        labels = {str(k): "" if v is None else str(v)
+                  for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
+        clusters[name] = ClusterView(name, labels, taints, tuple(pools))
+    return clusters
