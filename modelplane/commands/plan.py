@@ -1,0 +1,112 @@
+"""`python -m modelplane plan MANIFEST_DIR`: where every replica would run, and why not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from modelplane.scheduler import ACCOUNTING_MODES, FleetPlacement, PlacementFormatError, place_fleet
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "plan", help="place every ModelDeployment's replicas on the fleet (dry run)",
+        description="Run the fleet scheduler over a manifest file or directory and print "
+                    "the placement: replicas, engine pools, conditions and, for every "
+                    "replica that could not be placed, why each cluster refused it.")
+    p.add_argument("manifests", metavar="MANIFEST_DIR", help="manifest file or directory")
+    p.add_argument("--previous", metavar="FILE",
+                   help="previous placement (the --json output); its replicas are kept "
+                        "where they still fit")
+    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default="Device",
+                   help="capacity unit: Device (default, packs sub-node engines) or Node "
+                        "(the reference: a claiming pod takes a whole node)")
+    p.add_argument("--observed", metavar="FILE",
+                   help='observed pool sizes as JSON {"cluster": {"pool": nodes}}; '
+                        "overrides declared node counts")
+    p.add_argument("--json", action="store_true", help="print the placement as JSON")
+    p.set_defaults(func=run)
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except OSError as exc:
+        raise ValueError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from exc
+
+
+def _observed(data: Any, path: str) -> dict[str, dict[str, int]]:
+    ok = isinstance(data, dict) and all(
+        isinstance(pools, dict) and all(isinstance(n, int) and not isinstance(n, bool)
+                                        for n in pools.values())
+        for pools in data.values())
+    if not ok:
+        raise ValueError(f'observed capacity {path} must look like {{"cluster": {{"pool": 3}}}}')
+    return data
+
+
+def run(args: argparse.Namespace) -> int:
+    from modelplane.api import ManifestError, load_manifests
+
+    try:
+        fleet = load_manifests(args.manifests)
+        previous = None
+        if args.previous:
+            previous = FleetPlacement.from_json(_read_json(args.previous, "previous placement"))
+        observed = _observed(_read_json(args.observed, "observed capacity"), args.observed) \
+            if args.observed else None
+    except ManifestError as exc:
+        print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
+        return 2
+    except (PlacementFormatError, ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    placement = place_fleet(fleet, previous=previous, accounting=args.accounting,
+                            observed=observed)
+    if args.json:
+        json.dump(placement.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_table(placement, args.accounting))
+    return 0
+
+
+def _engines(replica: Any) -> str:
+    parts = []
+    for name, e in replica.engines.items():
+        members = set(e.member_pools) - {e.pool}
+        spans = f" (members {'+'.join(e.member_pools)})" if members else ""
+        parts.append(f"{name}->{e.pool}{spans}")
+    return ", ".join(parts)
+
+
+def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]], indent: str) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in [header, *rows]]
+
+
+def format_table(placement: FleetPlacement, accounting: str = "Device") -> str:
+    out = [f"accounting: {accounting}"]
+    if not placement.deployments:
+        out.append("no ModelDeployments")
+    for d in placement.deployments:
+        out.append("")
+        out.append(f"{d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed")
+        for c in d.conditions:
+            out.append(f"  {c.type}={c.status} {c.reason}: {c.message}")
+        if d.replicas:
+            rows = [(r.name, r.cluster, str(r.index), _engines(r)) for r in d.replicas]
+            out += _rows(("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL"), rows, "  ")
+        for rep, why in getattr(d, "dropped", []):
+            out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why}")
+        for u in d.unplaced:
+            out.append(f"  unplaced replica #{u.index}:")
+            for cluster, why in u.reasons.items():
+                out.append(f"    {cluster}: {why}")
+    return "\n".join(out) + "\n"
