@@ -1,0 +1,253 @@
+"""Traefik file-provider configuration for both gateway hops, as plain dicts.
+
+Pure: the Pulumi program mounts these dicts (as YAML in a ConfigMap watched through
+`providers.file.directory`) and the local stack writes the very same dicts to disk.
+
+Why two hops shaped like this (docs/data-path.md, traefik-findings §3-4): Traefik
+cannot rewrite the path per child of a weighted service, yet only a weighted service
+with `healthCheck: {}` moves a dead child's share to the others at run time. So:
+
+* control plane: `/<ns>/<svc>/` -> weighted over one child per workload cluster
+  (weight = sum of that cluster's endpoint weights), path unchanged, each child
+  health-checked on `/<ns>/<svc>/health` at that cluster's gateway;
+* workload cluster: `/<ns>/<svc>/` -> prefix stripped -> weighted over the local
+  replicas with their own weights and `/health` checks. Its `/<ns>/<svc>/health`
+  answers 503 exactly when no local replica is healthy, which is what the control
+  plane's check reads. A separate router serves that path so health probes never
+  advance the weighted round robin that user requests see.
+
+External (hand-written) endpoints need their own path and an API key header, which
+middlewares can only add on a router; each one gets a dedicated egress entrypoint on
+the control-plane Traefik, reached through 127.0.0.1 (same pod in Kubernetes).
+The egress part carries the key, so it is a separate dict meant for a Secret.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+from modelplane.routing import Credential, Endpoint, WeightedBackend, cluster_weights
+
+WEB = "web"
+
+
+@dataclass(frozen=True)
+class Tuning:
+    health_interval: str = "500ms"
+    health_timeout: str = "300ms"
+    retry_attempts: int = 3
+    retry_initial_interval: str = "20ms"
+
+
+@dataclass(frozen=True)
+class ServiceRoute:
+    """One ModelService after `service_weights`: what both hops need to know."""
+
+    namespace: str
+    name: str
+    backends: tuple[WeightedBackend, ...] = field(default_factory=tuple)
+
+    @property
+    def prefix(self) -> str:
+        return f"/{self.namespace}/{self.name}"
+
+
+def _id(*parts: str) -> str:
+    return "-".join(re.sub(r"[^a-zA-Z0-9-]", "-", p) for p in parts)
+
+
+def _health(path: str, t: Tuning) -> dict:
+    return {"path": path, "interval": t.health_interval, "timeout": t.health_timeout}
+
+
+def _retry(t: Tuning) -> dict:
+    # Retries only fire when no response came back (connection refused/reset), so a
+    # request caught between an engine dying and the health check noticing is re-sent
+    # to another child instead of failing.
+    return {"retry": {"attempts": t.retry_attempts, "initialInterval": t.retry_initial_interval}}
+
+
+def _tiers(backends: Sequence[WeightedBackend]) -> list[list[WeightedBackend]]:
+    prios = sorted({b.priority for b in backends})
+    return [[b for b in backends if b.priority == p] for p in prios]
+
+
+def egress_entrypoint(ep: Endpoint) -> str:
+    return _id("egress", ep.namespace, ep.name)
+
+
+def external_endpoints(routes: Sequence[ServiceRoute]) -> list[Endpoint]:
+    seen: dict[tuple[str, str], Endpoint] = {}
+    for r in routes:
+        for b in r.backends:
+            if b.endpoint.external:
+                seen.setdefault(b.endpoint.key, b.endpoint)
+    return [seen[k] for k in sorted(seen)]
+
+
+def control_plane_config(
+    routes: Sequence[ServiceRoute],
+    cluster_gateways: Mapping[str, str],
+    egress_urls: Mapping[tuple[str, str], str] | None = None,
+    tuning: Tuning = Tuning(),
+) -> dict:
+    """Dynamic config of the control-plane gateway.
+
+    `cluster_gateways`: workload cluster name -> base URL of its gateway.
+    `egress_urls`: external endpoint key -> URL of its egress entrypoint.
+    """
+    egress_urls = egress_urls or {}
+    routers: dict = {}
+    services: dict = {}
+    for r in routes:
+        if not r.backends:
+            continue  # reference: no ready endpoint anywhere -> no route (404)
+        base = _id("cp", r.namespace, r.name)
+        tier_names = []
+        for tier in _tiers(r.backends):
+            tname = f"{base}-p{tier[0].priority}"
+            children = []
+            for cluster, weight in cluster_weights(tier).items():
+                child = f"{base}-c-{_id(cluster)}"
+                services[child] = {"loadBalancer": {
+                    "servers": [{"url": cluster_gateways[cluster]}],
+                    "healthCheck": _health(f"{r.prefix}/health", tuning),
+                }}
+                children.append({"name": child, "weight": weight})
+            for b in tier:
+                ep = b.endpoint
+                if not ep.external:
+                    continue
+                child = f"{base}-x-{_id(ep.namespace, ep.name)}"
+                services[child] = {"loadBalancer": {
+                    "servers": [{"url": egress_urls[ep.key]}],
+                    "healthCheck": _health(f"{r.prefix}/v1/models", tuning),
+                }}
+                children.append({"name": child, "weight": b.weight})
+            services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
+            tier_names.append(tname)
+        # Lower priority numbers are preferred; each higher tier is the fallback of the
+        # chain below it, and takes traffic only once everything below is down.
+        top = tier_names[-1]
+        for i in range(len(tier_names) - 2, -1, -1):
+            name = f"{base}-failover-{i}"
+            services[name] = {"failover": {"service": tier_names[i], "fallback": top, "healthCheck": {}}}
+            top = name
+        routers[base] = {
+            "entryPoints": [WEB],
+            "rule": f"PathPrefix(`{r.prefix}/`)",
+            "middlewares": ["retry"],
+            "service": top,
+        }
+    return _dynamic(routers, services, {"retry": _retry(tuning)})
+
+
+def egress_config(
+    routes: Sequence[ServiceRoute],
+    secret_value: Callable[[str, Credential], str] | None = None,
+    tuning: Tuning = Tuning(),
+) -> dict:
+    """Routers on the egress entrypoints: rewrite to the provider's prefix, attach the key.
+
+    `secret_value(namespace, credential)` returns the API key; the result of this
+    function therefore contains secrets and must be stored as a Secret, never logged.
+    """
+    routers: dict = {}
+    services: dict = {}
+    # Names differ from the control-plane dict's: both files load into one Traefik,
+    # and the file provider rejects a name defined twice.
+    middlewares: dict = {"egress-retry": _retry(tuning)}
+    for ep in external_endpoints(routes):
+        name = egress_entrypoint(ep)
+        mws = [f"{name}-path"]
+        # Any service path `/<ns>/<svc>/v1/...` becomes `<api prefix>/...` at the provider.
+        middlewares[f"{name}-path"] = {"replacePathRegex": {
+            "regex": r"^/[^/]+/[^/]+/v1(/.*)?$", "replacement": ep.api_prefix.rstrip("/") + "$1"}}
+        if ep.credential is not None:
+            if secret_value is None:
+                raise ValueError(f"endpoint {ep.namespace}/{ep.name} needs a credential resolver")
+            key = secret_value(ep.namespace, ep.credential)
+            header = {"x-api-key": key} if ep.api_schema == "Anthropic" else {"Authorization": f"Bearer {key}"}
+            middlewares[f"{name}-auth"] = {"headers": {"customRequestHeaders": header}}
+            mws.append(f"{name}-auth")
+        mws.append("egress-retry")
+        routers[name] = {"entryPoints": [name], "rule": "PathPrefix(`/`)", "middlewares": mws, "service": name}
+        # The provider sees its own host name, never the gateway's.
+        services[name] = {"loadBalancer": {"servers": [{"url": ep.url}], "passHostHeader": False}}
+    return _dynamic(routers, services, middlewares)
+
+
+def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning = Tuning()) -> dict:
+    """Dynamic config of one workload cluster's gateway: its local replicas only."""
+    routers: dict = {}
+    services: dict = {}
+    middlewares: dict = {"retry": _retry(tuning)}
+    replicas: dict[tuple[str, str], Endpoint] = {}
+    for r in routes:
+        local = [b for b in r.backends if b.endpoint.cluster == cluster]
+        if not local:
+            continue
+        base = _id("wl", r.namespace, r.name)
+        strip = f"{base}-strip"
+        middlewares[strip] = {"stripPrefix": {"prefixes": [r.prefix]}}
+        children, probes = [], []
+        for b in local:
+            replicas[b.endpoint.key] = b.endpoint
+            child = _id("replica", b.endpoint.namespace, b.endpoint.name)
+            children.append({"name": child, "weight": b.weight})
+            probes.append({"name": child, "weight": 1})
+        services[base] = {"weighted": {"services": children, "healthCheck": {}}}
+        services[f"{base}-health"] = {"weighted": {"services": probes, "healthCheck": {}}}
+        routers[base] = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "priority": 100,
+                         "middlewares": [strip, "retry"], "service": base}
+        routers[f"{base}-health"] = {"entryPoints": [WEB], "rule": f"Path(`{r.prefix}/health`)",
+                                     "priority": 200, "middlewares": [strip], "service": f"{base}-health"}
+    for key, ep in sorted(replicas.items()):
+        child = _id("replica", ep.namespace, ep.name)
+        services[child] = {"loadBalancer": {"servers": [{"url": ep.url}], "healthCheck": _health("/health", tuning)}}
+        # The reference's per-replica path (`/<ns>/<replica>/`), kept for direct access.
+        strip = f"{child}-strip"
+        middlewares[strip] = {"stripPrefix": {"prefixes": [f"/{ep.namespace}/{ep.name}"]}}
+        routers[child] = {"entryPoints": [WEB], "rule": f"PathPrefix(`/{ep.namespace}/{ep.name}/`)",
+                          "priority": 50, "middlewares": [strip], "service": child}
+    return _dynamic(routers, services, middlewares)
+
+
+def static_config(
+    web_address: str,
+    dynamic_dir: str,
+    extra_entrypoints: Mapping[str, str] | None = None,
+    api_address: str | None = None,
+    throttle: str | None = None,
+) -> dict:
+    """Traefik static config: file provider watching a directory, no access log."""
+    eps = {WEB: {"address": web_address}}
+    for name, addr in (extra_entrypoints or {}).items():
+        eps[name] = {"address": addr}
+    cfg: dict = {
+        "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
+        "entryPoints": eps,
+        "providers": {"file": {"directory": dynamic_dir, "watch": True}},
+        "log": {"level": "ERROR"},
+    }
+    if throttle:
+        # Traefik waits this long (default 2s) before applying a changed file.
+        cfg["providers"]["providersThrottleDuration"] = throttle
+    if api_address:
+        # Read-only introspection for readiness checks; bound like everything else.
+        eps["traefik"] = {"address": api_address}
+        cfg["api"] = {"insecure": True, "dashboard": False}
+        cfg["ping"] = {}
+    return cfg
+
+
+def _dynamic(routers: dict, services: dict, middlewares: dict) -> dict:
+    http: dict = {}
+    if routers:
+        http["routers"] = routers
+    if services:
+        http["services"] = services
+    if middlewares:
+        http["middlewares"] = middlewares
+    return {"http": http}

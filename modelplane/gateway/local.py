@@ -1,0 +1,134 @@
+"""A whole data path on 127.0.0.1: engines, one gateway per workload cluster, and the
+control-plane gateway, all configured by the same builders the Pulumi program uses.
+
+    with LocalFleet() as fleet:
+        eps = fleet.start_engines(endpoints)           # one mock engine per replica
+        fleet.route({("ml", "chat"): entries}, eps)    # weights -> Traefik configs
+        url = fleet.service_url("ml", "chat")
+
+`route()` can be called again with a new endpoint set: that is a re-run of the
+program, applied through the file provider's watch, not a restart.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from modelplane.gateway.config import (
+    ServiceRoute,
+    Tuning,
+    control_plane_config,
+    egress_config,
+    egress_entrypoint,
+    external_endpoints,
+    workload_config,
+)
+from modelplane.gateway.process import Engine, Managed, Traefik, free_port, stop_all
+from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights
+
+# Short intervals so tests observe health changes within a second or two.
+FAST = Tuning(health_interval="200ms", health_timeout="150ms")
+
+
+class LocalFleet:
+    def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None):
+        self.tuning = tuning
+        self._secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
+        self.work_dir = Path(tempfile.mkdtemp(prefix="modelplane-local-"))
+        self.engines: dict[str, Engine] = {}
+        self.workload: dict[str, Traefik] = {}
+        self.control: Traefik | None = None
+        self._egress_ports: dict[str, int] = {}
+        self._procs: list[Managed] = []
+
+    # -- lifecycle --------------------------------------------------------------
+    def __enter__(self) -> "LocalFleet":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        stop_all(self._procs)
+        self._procs.clear()
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    # -- engines ----------------------------------------------------------------
+    def start_engine(self, name: str, deployment: str | None = None, extra: Sequence[str] = (),
+                     env: Mapping[str, str] | None = None) -> Engine:
+        import os
+
+        full_env = dict(os.environ, **(env or {}))
+        eng = Engine(name, self.work_dir, deployment, list(extra), full_env)
+        self._procs.append(eng)
+        self.engines[name] = eng
+        eng.wait_ready()
+        return eng
+
+    def start_engines(self, endpoints: Sequence[Endpoint],
+                      faults: Mapping[str, Sequence[str]] | None = None) -> list[Endpoint]:
+        """Start an engine for every replica endpoint; return them with their URLs set."""
+        out = []
+        for ep in endpoints:
+            if ep.external:
+                out.append(ep)
+                continue
+            eng = self.engines.get(ep.name) or self.start_engine(
+                ep.name, ep.deployment, (faults or {}).get(ep.name, ()))
+            out.append(replace(ep, url=eng.url))
+        return out
+
+    # -- gateways ---------------------------------------------------------------
+    def _secret(self, namespace: str, cred: Credential) -> str:
+        try:
+            return self._secrets[(namespace, cred.secret_name, cred.key)]
+        except KeyError:
+            raise KeyError(f"secret {namespace}/{cred.secret_name} has no key {cred.key}") from None
+
+    def _ensure_control(self, externals: list[Endpoint]) -> Traefik:
+        wanted = {egress_entrypoint(ep) for ep in externals}
+        if self.control is not None and wanted <= set(self._egress_ports):
+            return self.control
+        # Entrypoints are static configuration: a new egress needs a new process.
+        if self.control is not None:
+            self.control.stop()
+            self._procs.remove(self.control)
+        for name in sorted(wanted):
+            self._egress_ports.setdefault(name, free_port())
+        self.control = Traefik("control-plane", self.work_dir, self._egress_ports)
+        self._procs.append(self.control)
+        self.control.wait_ready()
+        return self.control
+
+    def _ensure_workload(self, cluster: str) -> Traefik:
+        if cluster not in self.workload:
+            gw = Traefik(f"gateway-{cluster}", self.work_dir)
+            self._procs.append(gw)
+            gw.wait_ready()
+            self.workload[cluster] = gw
+        return self.workload[cluster]
+
+    def route(self, services: Mapping[tuple[str, str], Sequence[RouteEntry]],
+              endpoints: Sequence[Endpoint]) -> list[ServiceRoute]:
+        routes = [
+            ServiceRoute(ns, name, tuple(compute_weights(list(entries), endpoints, namespace=ns)))
+            for (ns, name), entries in sorted(services.items())
+        ]
+        clusters = sorted({ep.cluster for ep in endpoints if ep.cluster} | set(self.workload))
+        for c in clusters:
+            self._ensure_workload(c).apply(workload_config(c, routes, self.tuning))
+        externals = external_endpoints(routes)
+        control = self._ensure_control(externals)
+        egress_urls = {ep.key: f"http://127.0.0.1:{self._egress_ports[egress_entrypoint(ep)]}"
+                       for ep in externals}
+        cp = control_plane_config(routes, {c: gw.url for c, gw in self.workload.items()},
+                                  egress_urls, self.tuning)
+        control.apply(cp, secret=egress_config(routes, self._secret, self.tuning))
+        return routes
+
+    def service_url(self, namespace: str, service: str) -> str:
+        assert self.control is not None, "route() first"
+        return f"{self.control.url}/{namespace}/{service}"

@@ -1,0 +1,180 @@
+"""A tiny OpenAI-compatible engine that says which replica served the request.
+
+Standard library only, so it runs as the entrypoint of a plain `python` image on the
+Kind stack as well as a local process in tests:
+
+    python -m modelplane.mock_engine --name R --port P [--fail-health-after N | --exit-after N]
+
+Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
+requests were served (inference keeps working, as an engine that is draining would);
+`--exit-after N` exits the process right after the Nth. SIGUSR1 / SIGUSR2 switch /health
+to failing / healthy at any time. `--api-key-env VAR` makes /v1/* require
+`Authorization: Bearer $VAR` or `x-api-key: $VAR` (a stand-in for a SaaS provider); the
+key is read from the environment so it never shows in a process listing.
+"""
+from __future__ import annotations
+
+import argparse
+import hmac
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+INFERENCE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
+
+
+class EngineState:
+    def __init__(self, name, deployment, fail_health_after, exit_after, api_key, delay):
+        self.name = name
+        self.deployment = deployment
+        self.fail_health_after = fail_health_after
+        self.exit_after = exit_after
+        self.api_key = api_key
+        self.delay = delay
+        self.served = 0
+        self.health_forced: bool | None = None
+        self.lock = threading.Lock()
+
+    def healthy(self) -> bool:
+        if self.health_forced is not None:
+            return self.health_forced
+        return self.fail_health_after is None or self.served < self.fail_health_after
+
+
+def _body(path: str, name: str, model: str) -> dict:
+    text = f"served by {name}"
+    now = int(time.time())
+    if path == "/v1/messages":
+        return {
+            "id": f"msg-{name}", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}], "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 3},
+        }
+    if path == "/v1/completions":
+        return {
+            "id": f"cmpl-{name}", "object": "text_completion", "created": now, "model": model,
+            "choices": [{"index": 0, "text": text, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+        }
+    return {
+        "id": f"chatcmpl-{name}", "object": "chat.completion", "created": now, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                     "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 3, "total_tokens": 4},
+    }
+
+
+def make_handler(state: EngineState):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as a real engine behind a proxy
+        disable_nagle_algorithm = True  # headers and body go in two writes; avoid 40ms stalls
+
+        def log_message(self, *args):  # request lines could carry headers' neighbours; stay quiet
+            pass
+
+        def _send(self, code: int, payload: dict) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.send_header("X-Served-By", state.name)
+            if state.deployment:
+                self.send_header("X-Modelplane-Deployment", state.deployment)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _authorized(self) -> bool:
+            if state.api_key is None:
+                return True
+            bearer = self.headers.get("Authorization", "")
+            given = bearer[7:] if bearer.startswith("Bearer ") else self.headers.get("x-api-key", "")
+            return hmac.compare_digest(given.encode(), state.api_key.encode())
+
+        def do_GET(self):
+            path = self.path.split("?", 1)[0]
+            if path == "/health":
+                ok = state.healthy()
+                return self._send(200 if ok else 503, {"status": "ok" if ok else "unhealthy"})
+            if path == "/v1/models":
+                if not self._authorized():
+                    return self._send(401, {"error": {"message": "invalid api key"}})
+                model = state.deployment or state.name
+                return self._send(200, {"object": "list", "data": [
+                    {"id": model, "object": "model", "owned_by": "modelplane", "root": state.name}]})
+            self._send(404, {"error": {"message": f"no route {path}"}})
+
+        def do_POST(self):
+            path = self.path.split("?", 1)[0]
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if path not in INFERENCE_PATHS:
+                return self._send(404, {"error": {"message": f"no route {path}"}})
+            if not self._authorized():
+                return self._send(401, {"error": {"message": "invalid api key"}})
+            try:
+                model = (json.loads(raw) if raw else {}).get("model") or state.name
+            except (ValueError, AttributeError):
+                return self._send(400, {"error": {"message": "body is not a JSON object"}})
+            if state.delay:
+                time.sleep(state.delay)
+            with state.lock:
+                state.served += 1
+                last = state.exit_after is not None and state.served >= state.exit_after
+            self._send(200, _body(path, state.name, str(model)))
+            if last:
+                self.wfile.flush()
+                os._exit(0)  # abrupt on purpose: a crashed engine does not drain
+
+    return Handler
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="python -m modelplane.mock_engine", description=__doc__.split("\n")[0])
+    p.add_argument("--name", required=True, help="replica name reported in every answer")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--deployment", default=None)
+    fault = p.add_mutually_exclusive_group()
+    fault.add_argument("--fail-health-after", type=int, default=None, metavar="N")
+    fault.add_argument("--exit-after", type=int, default=None, metavar="N")
+    p.add_argument("--api-key-env", default=None, metavar="VAR")
+    p.add_argument("--delay-ms", type=float, default=0.0)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    key = None
+    if a.api_key_env:
+        key = os.environ.get(a.api_key_env)
+        if not key:
+            print(f"environment variable {a.api_key_env} is empty", file=sys.stderr)
+            return 2
+    state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000)
+    server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
+    server.daemon_threads = True
+
+    def force(value):
+        def handler(signum, frame):
+            state.health_forced = value
+        return handler
+
+    signal.signal(signal.SIGUSR1, force(False))
+    signal.signal(signal.SIGUSR2, force(True))
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    print(f"mock engine {a.name} listening on {a.host}:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
