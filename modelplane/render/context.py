@@ -1,0 +1,93 @@
+"""What one renderer call needs to know about the replica and member it is drawing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .meta import DEFAULT_REVISION, RenderError, replica_labels
+from .names import cache_pvc_name
+
+
+@dataclass(frozen=True)
+class ReplicaContext:
+    fleet: Any
+    deployment: Any
+    replica: Any          # modelplane.scheduler.PlacedReplica
+    cluster: Any          # modelplane.api InferenceCluster
+    cache: Any | None     # the referenced ModelCache, if any
+
+    @property
+    def name(self) -> str:
+        return self.replica.name
+
+    @property
+    def namespace(self) -> str:
+        return self.deployment.metadata.namespace or "default"
+
+    @property
+    def deployment_name(self) -> str:
+        return self.deployment.metadata.name
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.metadata.name
+
+    @property
+    def dynamo(self) -> bool:
+        return self.cluster.spec.stack == "Dynamo"
+
+    @property
+    def prefill_decode(self) -> bool:
+        serving = self.deployment.spec.template.spec.serving
+        return serving is not None and serving.mode == "PrefillDecode"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return replica_labels(self.deployment_name, self.cluster_name, self.replica.index)
+
+    @property
+    def revision(self) -> str | None:
+        if self.cache is None:
+            return None
+        return self.cache.spec.hugging_face.revision or DEFAULT_REVISION
+
+    @property
+    def cache_pvc(self) -> str | None:
+        return None if self.cache is None else cache_pvc_name(self.namespace, self.cache.metadata.name)
+
+    @property
+    def modelexpress(self) -> bool:
+        # ModelExpress identifies weights by the cache PVC and falls back to it, so it is
+        # only wired up where a cache backs the engine.
+        return self.dynamo and self.cache is not None
+
+
+@dataclass(frozen=True)
+class MemberContext:
+    replica: ReplicaContext
+    engine: Any
+    member: Any
+    member_index: int
+    pool: str
+    claim_template: str | None
+    gang: str | None      # None (Standalone), "lws" or "grove"
+    serving: bool         # receives traffic: Standalone pods and gang leaders
+
+    @property
+    def role(self) -> str:
+        return self.member.role
+
+
+def referenced_cache(fleet: Any, deployment: Any) -> Any | None:
+    ref = deployment.spec.template.spec.model_cache_ref
+    if ref is None:
+        return None
+    namespace = deployment.metadata.namespace or "default"
+    cache = fleet.caches.get((namespace, ref.name))
+    if cache is None:
+        raise RenderError(
+            f"ModelDeployment {namespace}/{deployment.metadata.name} references ModelCache "
+            f"{ref.name!r}, which does not exist in namespace {namespace}"
+        )
+    return cache

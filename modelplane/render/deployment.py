@@ -1,0 +1,29 @@
+"""Standalone engine -> apps/v1 Deployment (semantics §3.3)."""
+
+from __future__ import annotations
+
+from .context import MemberContext
+from .meta import LABEL_ENGINE, LABEL_WORKLOAD, metadata
+from .names import workload_name
+from .pod import pod_template
+
+
+def render_deployment(m: MemberContext) -> dict:
+    r = m.replica
+    name = workload_name(r.name, m.engine.name)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(name, {**r.labels, LABEL_ENGINE: m.engine.name}, r.namespace),
+        "spec": {
+            "replicas": m.engine.copies,
+            # Per workload, not per replica: two Standalone engines of one replica share
+            # the serving label and must not adopt each other's pods.
+            "selector": {"matchLabels": {LABEL_WORKLOAD: name}},
+            # The ledger charged exactly `copies` pods of devices; a surge pod would wait
+            # for devices nobody reserved, so roll by replacing one pod at a time.
+            "strategy": {"type": "RollingUpdate",
+                         "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+            "template": pod_template(m),
+        },
+    }

@@ -1,0 +1,82 @@
+"""The `engine` container: the user's container plus what the platform must add."""
+
+from __future__ import annotations
+
+from .context import MemberContext
+from .env import injected_env, merge_env
+from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
+
+
+
+def readiness_probe() -> dict:
+    return {
+        "httpGet": {"path": "/health", "port": ENGINE_PORT},
+        "initialDelaySeconds": 30,
+        "periodSeconds": 10,
+        # SGLang answers /health in about a second; the kubelet default of 1s flaps.
+        "timeoutSeconds": 5,
+    }
+
+
+DSHM_VOLUME = "dshm"
+CACHE_VOLUME = "model-cache"
+
+
+def has_flag(args: list[str], flag: str) -> bool:
+    return any(a == flag or a.startswith(flag + "=") for a in args)
+
+
+def engine_args(m: MemberContext, user_args: list[str] | None, has_command: bool) -> list[str] | None:
+    """Flags appended to an image-entrypoint engine (`vllm serve`).
+
+    A custom command owns its own command line (a shell script, Ray bootstrap), so it
+    only gets the values as env (MODELPLANE_MODEL_REVISION, MODELPLANE_LOAD_FORMAT).
+    """
+    if has_command:
+        return user_args
+    args = list(user_args or [])
+    r = m.replica
+    if r.cache is not None and not has_flag(args, "--revision"):
+        # By construction the engine asks for exactly the revision the cache staged.
+        args += ["--revision", r.revision]
+    if r.modelexpress and not has_flag(args, "--load-format"):
+        args += ["--load-format", "modelexpress"]
+    return args or user_args
+
+
+def engine_container(m: MemberContext) -> dict:
+    user = m.member.template.spec.containers[0]
+    spec = user.model_dump(by_alias=True, exclude_none=True, mode="json")
+    has_command = bool(user.command)
+    container: dict = {"name": spec.pop("name"), "image": spec.pop("image")}
+    if has_command:
+        container["command"] = list(user.command)
+    spec.pop("command", None)
+    spec.pop("args", None)
+    args = engine_args(m, user.args, has_command)
+    if args is not None:
+        container["args"] = list(args)
+    container["env"] = merge_env(injected_env(m), spec.pop("env", None) or [])
+    if m.serving:
+        container["ports"] = [{"name": "http", "containerPort": ENGINE_PORT, "protocol": "TCP"}]
+        container["readinessProbe"] = readiness_probe()
+    resources = spec.pop("resources", None) or {}
+    if m.claim_template:
+        # The whole claim: every device the member resolved belongs to this container.
+        resources = {**resources, "claims": [{"name": CLAIM_NAME}]}
+    if resources:
+        container["resources"] = resources
+    security = spec.pop("securityContext", None) or {}
+    if m.replica.modelexpress:
+        # NIXL pins GPU memory for RDMA transfers between peers.
+        caps = security.get("capabilities", {})
+        add = sorted(set(caps.get("add", [])) | {"IPC_LOCK"})
+        security = {**security, "capabilities": {**caps, "add": add}}
+    if security:
+        container["securityContext"] = security
+    mounts = [{"name": DSHM_VOLUME, "mountPath": "/dev/shm"}]
+    if m.replica.cache is not None:
+        mounts.append({"name": CACHE_VOLUME, "mountPath": CACHE_MOUNT})
+    container["volumeMounts"] = mounts + spec.pop("volumeMounts", [])
+    container.update(spec)  # anything else the API model may carry, passed through
+    return container

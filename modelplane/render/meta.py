@@ -1,0 +1,58 @@
+"""Labels, well-known values and object metadata shared by every renderer."""
+
+from __future__ import annotations
+
+GROUP = "modelplane.ai/"
+LABEL_DEPLOYMENT = GROUP + "deployment"
+LABEL_CLUSTER = GROUP + "cluster"
+LABEL_REPLICA_INDEX = GROUP + "replica-index"
+LABEL_SERVING = GROUP + "serving"
+LABEL_WORKLOAD = GROUP + "workload"
+LABEL_ENGINE = GROUP + "engine"
+LABEL_POOL = GROUP + "pool"
+LABEL_LWS_ROLE = GROUP + "lws-role"
+LABEL_CLIQUE_ROLE = GROUP + "clique-role"
+LABEL_MODELCACHE = GROUP + "modelcache"
+LABEL_NAMESPACE = GROUP + "namespace"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+LABEL_PD_ROLE = "llm-d.ai/role"
+LABEL_KAI_QUEUE = "kai.scheduler/queue"
+
+MANAGED_BY = "modelplane"
+ENGINE_CONTAINER = "engine"
+ENGINE_PORT = 8000
+CACHE_MOUNT = "/mnt/models"
+CLAIM_NAME = "devices"
+# The queue the Dynamo serving stack creates for modelplane workloads (semantics §3.6).
+KAI_QUEUE = "modelplane"
+KAI_SCHEDULER = "kai-scheduler"
+MODELEXPRESS_ADDRESS = "modelexpress-server:8001"
+NIXL_SIDE_CHANNEL_PORT = "5557"
+# huggingface_hub's own default revision; naming it explicitly lets the staging Job and
+# the engines agree on one ref even when the cache leaves the revision unset.
+DEFAULT_REVISION = "main"
+
+
+class RenderError(ValueError):
+    """The fleet cannot be turned into manifests (a dangling reference, a missing pool)."""
+
+
+def metadata(name: str, labels: dict[str, str], namespace: str | None = None,
+             annotations: dict[str, str] | None = None) -> dict:
+    meta: dict = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    meta["labels"] = dict(sorted(labels.items()))
+    if annotations:
+        meta["annotations"] = dict(sorted(annotations.items()))
+    return meta
+
+
+def replica_labels(deployment_name: str, cluster_name: str, index: int) -> dict[str, str]:
+    """The identity every object of one replica carries; the name hides cluster and index."""
+    return {
+        LABEL_MANAGED_BY: MANAGED_BY,
+        LABEL_DEPLOYMENT: deployment_name,
+        LABEL_CLUSTER: cluster_name,
+        LABEL_REPLICA_INDEX: str(index),
+    }

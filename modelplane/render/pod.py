@@ -1,0 +1,73 @@
+"""Pod decoration shared by every member of every workload kind (semantics §3.2)."""
+
+from __future__ import annotations
+
+from .context import MemberContext
+from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
+from .meta import (
+    CLAIM_NAME, LABEL_CLIQUE_ROLE, LABEL_ENGINE, LABEL_LWS_ROLE, LABEL_PD_ROLE, LABEL_POOL,
+    LABEL_SERVING, LABEL_WORKLOAD, KAI_SCHEDULER,
+)
+from .names import podcliqueset_name, workload_name
+
+# Provisioned GPU pools carry nvidia.com/gpu=true:NoSchedule, and DRA pods (which never
+# ask for the nvidia.com/gpu extended resource) do not get this toleration for free.
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def workload_object_name(m: MemberContext) -> str:
+    """The name of the Deployment, LeaderWorkerSet or PodCliqueSet that owns the pod."""
+    if m.gang == "grove":
+        return podcliqueset_name(m.replica.name, m.engine.name)
+    return workload_name(m.replica.name, m.engine.name)
+
+
+def pod_labels(m: MemberContext) -> dict[str, str]:
+    r = m.replica
+    managed = {
+        **r.labels,
+        LABEL_ENGINE: m.engine.name,
+        LABEL_WORKLOAD: workload_object_name(m),
+    }
+    if m.serving:
+        managed[LABEL_SERVING] = r.name
+        if r.prefill_decode and m.engine.phase:
+            managed[LABEL_PD_ROLE] = m.engine.phase.lower()
+    if m.gang == "lws" and m.role == "Leader":
+        managed[LABEL_LWS_ROLE] = "leader"
+    if m.gang == "grove":
+        managed[LABEL_CLIQUE_ROLE] = m.role.lower()
+    user = dict(m.member.template.metadata.labels or {})
+    return dict(sorted({**user, **managed}.items()))
+
+
+def pod_annotations(m: MemberContext) -> dict[str, str]:
+    return dict(sorted((m.member.template.metadata.annotations or {}).items()))
+
+
+def pod_spec(m: MemberContext) -> dict:
+    spec: dict = {}
+    if m.gang == "grove":
+        spec["schedulerName"] = KAI_SCHEDULER
+    # The hard pin that makes the fleet scheduler's pool choice binding on the cluster.
+    spec["nodeSelector"] = {LABEL_POOL: m.pool}
+    spec["tolerations"] = [dict(GPU_TOLERATION)]
+    pull = m.member.template.spec.image_pull_secrets or []
+    if pull:
+        spec["imagePullSecrets"] = [{"name": s.name} for s in pull]
+    if m.claim_template:
+        spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": m.claim_template}]
+    spec["containers"] = [engine_container(m)]
+    volumes = [{"name": DSHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
+    if m.replica.cache_pvc:
+        volumes.append({"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": m.replica.cache_pvc}})
+    spec["volumes"] = volumes
+    return spec
+
+
+def pod_template(m: MemberContext) -> dict:
+    meta: dict = {"labels": pod_labels(m)}
+    annotations = pod_annotations(m)
+    if annotations:
+        meta["annotations"] = annotations
+    return {"metadata": meta, "spec": pod_spec(m)}

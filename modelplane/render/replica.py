@@ -1,0 +1,74 @@
+"""One placed replica -> every manifest it needs on its workload cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .claims import member_requests, render_claim_template
+from .context import MemberContext, ReplicaContext, referenced_cache
+from .deployment import render_deployment
+from .grove import render_podcliqueset
+from .lws import render_lws
+from .meta import RenderError
+from .names import claim_template_name
+from .service import render_serving_service
+
+
+def resolve_cluster(fleet: Any, cluster: Any) -> Any:
+    if not isinstance(cluster, str):
+        return cluster
+    found = fleet.clusters.get(cluster)
+    if found is None:
+        raise RenderError(f"InferenceCluster {cluster!r} is not in the fleet")
+    return found
+
+
+def _member_pools(r: ReplicaContext, engine: Any) -> tuple[str, ...]:
+    placement = r.replica.engines.get(engine.name)
+    if placement is None:
+        raise RenderError(f"replica {r.name} of {r.namespace}/{r.deployment_name} has no placement "
+                          f"for engine {engine.name!r}")
+    pools = tuple(placement.member_pools) or (placement.pool,) * len(engine.members)
+    if len(pools) != len(engine.members):
+        raise RenderError(f"replica {r.name}: engine {engine.name!r} has {len(engine.members)} members "
+                          f"but its placement names {len(pools)} pools")
+    return pools
+
+
+def _engine(r: ReplicaContext, engine: Any) -> tuple[list[dict], dict]:
+    pools = _member_pools(r, engine)
+    standalone = len(engine.members) == 1
+    gang = None if standalone else ("grove" if r.dynamo else "lws")
+    claims, members = [], {}
+    for index, member in enumerate(engine.members):
+        requests = member_requests(r, engine, index, pools[index])
+        template = None
+        if requests:
+            claims.append(render_claim_template(r, engine, member, requests))
+            template = claim_template_name(r.name, engine.name, member.role)
+        members[member.role] = MemberContext(
+            replica=r, engine=engine, member=member, member_index=index, pool=pools[index],
+            claim_template=template, gang=gang, serving=member.role in ("Standalone", "Leader"))
+    if standalone:
+        return claims, render_deployment(members["Standalone"])
+    render = render_podcliqueset if gang == "grove" else render_lws
+    return claims, render(members["Leader"], members["Worker"])
+
+
+def render_replica(fleet: Any, deployment: Any, replica: Any, cluster: Any) -> list[dict]:
+    """Every Kubernetes object one placed replica needs, in apply order.
+
+    Claim templates come before the workloads whose pods reference them; the serving
+    Service comes last. The namespace is rendered once per cluster by the fleet renderer.
+    """
+    cluster = resolve_cluster(fleet, cluster)
+    if replica.cluster != cluster.metadata.name:
+        raise RenderError(f"replica {replica.name} is placed on {replica.cluster!r}, "
+                          f"not on {cluster.metadata.name!r}")
+    r = ReplicaContext(fleet, deployment, replica, cluster, referenced_cache(fleet, deployment))
+    claims, workloads = [], []
+    for engine in deployment.spec.template.spec.engines:
+        engine_claims, workload = _engine(r, engine)
+        claims += engine_claims
+        workloads.append(workload)
+    return claims + workloads + [render_serving_service(r)]
