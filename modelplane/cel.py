@@ -96,8 +96,12 @@ def _normalize_arg(name: str, normalize: Any) -> bool:
     return bool(normalize)
 
 
+# Selectors re-parse the same literals on every evaluation; results are immutable.
+_parse_quantity = functools.lru_cache(maxsize=4096)(Quantity.parse)
+
+
 def _cel_quantity(text: Any) -> CelQuantity:
-    return CelQuantity(Quantity.parse(_string("quantity", text)))
+    return CelQuantity(_parse_quantity(_string("quantity", text)))
 
 
 def _is_quantity(text: Any) -> ct.BoolType:
@@ -261,46 +265,59 @@ def _check_literal(expression: str, name: lark.Token, args: list) -> None:
         pass  # a wrong argument type is reported as a non-match at evaluation
 
 
+def _check_macro(expression: str, name: lark.Token, args: list, receiver: Any) -> str:
+    """Validates a comprehension or `cel.bind` call; returns the variable it binds."""
+    is_bind = name.value == "bind"
+    if is_bind:
+        ident = _simple_ident(receiver)
+        if ident is None or ident.value != "cel":
+            raise CelError(expression, "unknown function 'bind' (did you mean cel.bind?)", name.line, name.column)
+    want = 3 if is_bind else 2
+    var = _simple_ident(args[0]) if args else None
+    if len(args) != want or var is None:
+        label = "cel.bind" if is_bind else name.value
+        raise CelError(expression, f"{label}() takes a variable name and {want - 1} expression(s)",
+                       name.line, name.column)
+    return var.value
+
+
+def _check_call(expression: str, name: lark.Token, args: list, receiver: Any) -> None:
+    fn, total = name.value, len(args) + (receiver is not None)
+    if fn in ("has", "dyn") and receiver is None:
+        if total != 1:
+            raise CelError(expression, f"{fn}() takes exactly one argument", name.line, name.column)
+    elif fn in _ARITY:
+        low, high = _ARITY[fn]
+        if not low <= total <= high:
+            style = f"x.{fn}(...)" if receiver is not None else f"{fn}(...)"
+            expected = str(low) if low == high else f"{low} or {high}"
+            raise CelError(expression, f"{style} got {total} argument(s) counting the receiver, "
+                           f"expects {expected}", name.line, name.column)
+        _check_literal(expression, name, args)
+    elif fn not in _BUILTINS:
+        raise CelError(expression, f"unknown function {fn!r}; available extensions: "
+                       f"{', '.join(sorted(EXTENSIONS))}", name.line, name.column)
+
+
 def _check_names(expression: str, ast: lark.Tree) -> None:
+    """Unknown functions, wrong arity, bad literals and undeclared variables."""
     bound: set[str] = set()
-    bind_receivers: set[int] = set()
+    bind_receivers: set[tuple[int, int]] = set()
     for name, args, receiver in _call_sites(ast):
-        fn = name.value
-        total = len(args) + (receiver is not None)
-        if receiver is not None and fn in _COMPREHENSIONS or (receiver is not None and fn == "bind"):
-            is_bind = fn == "bind"
-            if is_bind:
-                ident = _simple_ident(receiver)
-                if ident is None or ident.value != "cel":
-                    raise CelError(expression, "unknown function 'bind' (did you mean cel.bind?)", name.line, name.column)
-                bind_receivers.add(id(ident))
-            want = 3 if is_bind else 2
-            var = _simple_ident(args[0]) if args else None
-            if len(args) != want or var is None:
-                raise CelError(expression, f"{'cel.bind' if is_bind else fn}() takes a variable name and "
-                               f"{want - 1} expression(s)", name.line, name.column)
-            bound.add(var.value)
-        elif fn in ("has", "dyn") and receiver is None:
-            if total != 1:
-                raise CelError(expression, f"{fn}() takes exactly one argument", name.line, name.column)
-        elif fn in _ARITY:
-            low, high = _ARITY[fn]
-            if not low <= total <= high:
-                style = f"x.{fn}(...)" if receiver is not None else f"{fn}(...)"
-                expected = str(low) if low == high else f"{low} or {high}"
-                raise CelError(expression, f"{style} got {total} argument(s) counting the receiver, "
-                               f"expects {expected}", name.line, name.column)
-            _check_literal(expression, name, args)
-        elif fn not in _BUILTINS:
-            raise CelError(expression, f"unknown function {fn!r}; available extensions: "
-                           f"{', '.join(sorted(EXTENSIONS))}", name.line, name.column)
+        if receiver is not None and (name.value in _COMPREHENSIONS or name.value == "bind"):
+            bound.add(_check_macro(expression, name, args, receiver))
+            if name.value == "bind":
+                cel = _simple_ident(receiver)
+                bind_receivers.add((cel.line, cel.column))
+        else:
+            _check_call(expression, name, args, receiver)
     allowed = _VARIABLES | bound | _BUILTINS
     for node in ast.iter_subtrees():
-        if node.data == "ident":
-            token = node.children[0]
-            if token.value not in allowed and not (token.value == "cel" and id(token) in bind_receivers):
-                raise CelError(expression, f"undeclared reference to {token.value!r} "
-                               f"(the only variable is 'device')", token.line, token.column)
+        token = node.children[0] if node.data == "ident" else None
+        if token is None or token.value in allowed or (token.line, token.column) in bind_receivers:
+            continue
+        raise CelError(expression, f"undeclared reference to {token.value!r} (the only variable is 'device')",
+                       token.line, token.column)
 
 
 def _syntax_error(expression: str, error: celpy.CELParseError) -> CelError:

@@ -167,6 +167,8 @@ def test_selector(expr, device, expected):
         pytest.param(f'{MEM}.compareTo() == 0', "expects 2", 1, len(MEM) + 2, id="compareTo-arity"),
         pytest.param(f"{NV}.all(k)", "takes a variable name", 1, len(NV) + 2, id="macro-arity"),
         pytest.param("cel.bind(1, 2, 3)", "takes a variable name", 1, 5, id="bind-needs-variable"),
+        pytest.param("cel.bind(x, 1, x == cel)", "undeclared reference to 'cel'", 1, 21, id="stray-cel"),
+        pytest.param("device.bind(x, 1, x == 1)", "did you mean cel.bind", 1, 8, id="bind-on-other-receiver"),
     ],
 )
 def test_compile_errors(expr, fragment, line, column):
