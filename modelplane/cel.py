@@ -32,7 +32,8 @@ class CelError(ValueError):
         self.expression, self.message, self.line, self.column = expression, message, line, column
         text = f"invalid CEL selector: {message}"
         if line is not None and column is not None:
-            source = expression.splitlines()[line - 1] if expression.strip() else expression
+            lines = expression.split("\n")
+            source = lines[min(line, len(lines)) - 1]
             text += f" (line {line}, column {column})\n    {source}\n    {' ' * (column - 1)}^"
         else:
             text += f"\n    {expression}"
@@ -325,8 +326,8 @@ def _syntax_error(expression: str, error: celpy.CELParseError) -> CelError:
     if isinstance(cause, lark.exceptions.UnexpectedToken):
         found = cause.token
         if found.type == "$END":
-            last_line = expression.splitlines()[-1]
-            line, column = expression.count("\n") + 1, len(last_line) + 1
+            lines = expression.split("\n")
+            line, column = len(lines), len(lines[-1]) + 1
             return CelError(expression, "syntax error: unexpected end of expression", line, column)
         what = f"unexpected {found.value!r}"
     elif isinstance(cause, lark.exceptions.UnexpectedCharacters):

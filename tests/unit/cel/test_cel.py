@@ -151,6 +151,7 @@ def test_selector(expr, device, expected):
     [
         pytest.param("device.driver ==", "unexpected end of expression", 1, 17, id="truncated"),
         pytest.param('device.driver == "x" &&\n  device.driver ==', "unexpected end", 2, 19, id="multi-line"),
+        pytest.param("device.driver ==\n", "unexpected end", 2, 1, id="yaml-block-trailing-newline"),
         pytest.param("device.driver == $", "unexpected character '$'", 1, 18, id="bad-character"),
         pytest.param('device.driver = "x"', "unexpected", 1, 15, id="single-equals"),
         pytest.param("", "empty expression", None, None, id="empty"),
@@ -187,6 +188,10 @@ def test_compile_error_shows_a_caret_under_the_position():
     lines = str(info.value).splitlines()
     assert lines[-2].strip() == "device.driver == $"
     assert lines[-1].index("^") == lines[-2].index("$")
+
+
+def test_yaml_block_scalar_with_trailing_newline_compiles():
+    assert matches('device.driver == "gpu.nvidia.com"\n  && true\n') is True
 
 
 def test_normalized_semver_literal_compiles():
