@@ -334,6 +334,8 @@ def _syntax_error(expression: str, error: celpy.CELParseError) -> CelError:
         what = f"unexpected character {expression[cause.pos_in_stream]!r}"
     else:
         what = "syntax error"
+    if ".?" in expression:
+        what += " (optional field selection `.?` is not supported here; guard with has(...))"
     return CelError(expression, f"syntax error: {what}", error.line, error.column)
 
 
