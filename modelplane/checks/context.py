@@ -1,0 +1,42 @@
+"""What a check reads: the fleet, its placement, observed pool sizes and, in the policy
+pack, the program's other resources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class ProgramResource:
+    """One resource the Pulumi program registers, as the analyzer hands it over.
+
+    `props` are camelCase inputs; string values that were Pulumi secrets arrive as
+    `SecretString` (see modelplane.checks.secrets)."""
+
+    type: str
+    name: str
+    props: Mapping[str, Any]
+    # False when the analyzer could not tell secrets from plain values; the checks then skip
+    # the "must be a secret" rule instead of flagging every value.
+    secrets_marked: bool = True
+
+
+@dataclass
+class CheckContext:
+    fleet: Any
+    placement: Any = None          # FleetPlacement, or None when nothing could be placed
+    observed: Mapping[str, Mapping[str, int]] | None = None
+    program: list[ProgramResource] = field(default_factory=list)
+    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def ref(self, obj: Any) -> str:
+        """`Kind/namespace/name (source)`, the resource half of every message."""
+        meta = obj.metadata
+        name = f"{meta.namespace}/{meta.name}" if getattr(obj, "NAMESPACED", False) else meta.name
+        text = f"{obj.kind}/{name}"
+        source = self.fleet.source_of(obj) if hasattr(self.fleet, "source_of") else None
+        return f"{text} ({source})" if source and source != "<unknown>" else text
+
+    def option(self, policy: str, key: str, default: Any = None) -> Any:
+        return (self.options.get(policy) or {}).get(key, default)
