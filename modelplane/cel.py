@@ -458,6 +458,12 @@ class DeviceView:
             ct.StringType("capacity"): _cel_domains(self.capacity),
         }))
 
+    def __hash__(self) -> int:
+        # Explicit because the mapping fields are not hashable; lets callers key dicts by view.
+        def frozen(domains: Mapping[str, Mapping[str, Any]]) -> frozenset:
+            return frozenset((d, frozenset(names.items())) for d, names in domains.items())
+        return hash((self.driver, frozen(self.attributes), frozen(self.capacity)))
+
     @classmethod
     def from_spec(
         cls, driver: str, attributes_raw: Mapping[str, Any] | None, capacity_raw: Mapping[str, Any] | None

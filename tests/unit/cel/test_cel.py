@@ -279,3 +279,11 @@ def test_selector_cache_raises_compile_errors():
     cache = SelectorCache()
     with pytest.raises(CelError, match="unknown function"):
         cache.matches("nope(device)", "h100", "gpu", H100)
+
+
+def test_device_views_compare_and_hash_by_content():
+    again = DeviceView.from_spec("gpu.nvidia.com", {"architecture": {"string": "Ampere"},
+                                                    "cudaComputeCapability": {"version": "8.0.0"}},
+                                 {"memory": {"value": "81920Mi"}})
+    assert again == A100 and hash(again) == hash(A100)
+    assert len({again, A100, H100}) == 2
