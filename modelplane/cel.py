@@ -488,20 +488,21 @@ def selector_matches(compiled: CompiledSelector, device: DeviceView) -> bool:
 class SelectorCache:
     """Memoizes selector results per (expression, class name, device name).
 
-    Keys are names, not DeviceViews: within one scheduling run a class's device kind is
-    fixed, so the name pair identifies the device.
+    A hit is also checked against the DeviceView it was computed for (identity first,
+    then content), so a cache shared across fleets never serves a result for a class
+    whose devices have since been edited under the same names.
     """
 
     def __init__(self) -> None:
-        self._results: dict[tuple[str, str, str], bool] = {}
+        self._results: dict[tuple[str, str, str], tuple[DeviceView, bool]] = {}
         self.evaluations = 0
 
     def matches(self, expression: str, class_name: str, device_name: str, device: DeviceView) -> bool:
         key = (expression, class_name, device_name)
-        cached = self._results.get(key)
-        if cached is not None:
-            return cached
+        hit = self._results.get(key)
+        if hit is not None and (hit[0] is device or hit[0] == device):
+            return hit[1]
         result = selector_matches(compile_selector(expression), device)
         self.evaluations += 1
-        self._results[key] = result
+        self._results[key] = (device, result)
         return result

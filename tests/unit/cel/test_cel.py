@@ -287,3 +287,16 @@ def test_device_views_compare_and_hash_by_content():
                                  {"memory": {"value": "81920Mi"}})
     assert again == A100 and hash(again) == hash(A100)
     assert len({again, A100, H100}) == 2
+
+
+def test_selector_cache_reuses_results_for_an_equal_view_but_not_an_edited_one():
+    cache = SelectorCache()
+    expr = f'{NV}.architecture == "Hopper"'
+    rebuilt = DeviceView.from_spec("gpu.nvidia.com", {"architecture": {"string": "Hopper"}}, {})
+    edited = DeviceView.from_spec("gpu.nvidia.com", {"architecture": {"string": "Ampere"}}, {})
+    assert cache.matches(expr, "pool-class", "gpu", rebuilt) is True
+    assert cache.matches(expr, "pool-class", "gpu", DeviceView.from_spec(
+        "gpu.nvidia.com", {"architecture": {"string": "Hopper"}}, {})) is True
+    assert cache.evaluations == 1
+    assert cache.matches(expr, "pool-class", "gpu", edited) is False  # same names, new content
+    assert cache.evaluations == 2
