@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from .conditions import replicas_scheduled
 from .matching import Matcher, MemberMatch, ResolvedRequest
 from .phases import Context, build_ledger, fill, retain, scale_down
-from .shape import compile_clusters, compile_deployment
+from .shape import compile_classes, compile_clusters, compile_deployment
 from .types import (
     Condition,
     DeploymentPlacement,
@@ -35,7 +35,7 @@ ACCOUNTING_MODES = ("Device", "Node")
 __all__ = [
     "ACCOUNTING_MODES", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
     "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced", "place_fleet",
-    "resolved_requests",
+    "resolve_member_requests", "resolved_requests",
 ]
 
 
@@ -66,18 +66,51 @@ def place_fleet(fleet: Any, previous: FleetPlacement | None = None, accounting: 
     return FleetPlacement(result)
 
 
-def resolved_requests(fleet: Any, namespace: str, deployment: str, engine: str,
-                      member_index: int, pool_cluster: str, pool: str,
-                      selector_cache: Any | None = None) -> list[ResolvedRequest]:
-    """The DRA requests a placed member carries on its pool (what a ResourceClaimTemplate
-    needs): same matching as the scheduler. Empty for a claimless member."""
-    shape = compile_deployment(fleet, (namespace, deployment), fleet.deployments[(namespace, deployment)])
+_SHARED_SELECTORS: Any = None
+
+
+def _selector_cache(given: Any | None) -> Any:
+    global _SHARED_SELECTORS
+    if given is not None:
+        return given
+    if _SHARED_SELECTORS is None:
+        from modelplane.cel import SelectorCache
+
+        _SHARED_SELECTORS = SelectorCache()
+    return _SHARED_SELECTORS
+
+
+def resolve_member_requests(fleet: Any, deployment: Any, engine: str, member_index: int,
+                            class_name: str, selector_cache: Any | None = None
+                            ) -> list[ResolvedRequest]:
+    """The DRA requests a member carries on a pool of class `class_name` (what its
+    ResourceClaimTemplate needs), by the scheduler's own matching. Empty for a claimless
+    member; KeyError if the engine or class is unknown or the member does not match."""
+    key = getattr(deployment, "key", None) or (deployment.metadata.namespace or "default",
+                                                deployment.metadata.name)
+    shape = compile_deployment(fleet, key, deployment)
     eng = shape.engine(engine)
     if eng is None:
-        raise KeyError(f"engine {engine!r} not in {namespace}/{deployment}")
-    cluster = compile_clusters(fleet)[pool_cluster]
-    pv = cluster.pool(pool)
-    if pv is None:
-        raise KeyError(f"pool {pool!r} not published by cluster {pool_cluster!r}")
-    match = Matcher(selector_cache).match(eng.members[member_index], pv.cls)
-    return list(match.resolved) if isinstance(match, MemberMatch) else []
+        raise KeyError(f"engine {engine!r} not in {key[0]}/{key[1]}")
+    classes = compile_classes(fleet, only=class_name)
+    if class_name not in classes:
+        raise KeyError(f"InferenceClass {class_name!r} not found")
+    match = Matcher(_selector_cache(selector_cache)).match(eng.members[member_index], classes[class_name])
+    if not isinstance(match, MemberMatch):
+        raise KeyError(f"engine {engine!r} member {member_index} does not match class "
+                       f"{class_name!r}: {match}")
+    return list(match.resolved)
+
+
+def resolved_requests(fleet: Any, namespace: str, deployment: str, engine: str,
+                      member_index: int, cluster: str, pool: str,
+                      selector_cache: Any | None = None) -> list[ResolvedRequest]:
+    """As `resolve_member_requests`, addressed by (cluster, pool) of a placed member."""
+    ic = fleet.clusters.get(cluster)
+    if ic is None:
+        raise KeyError(f"InferenceCluster {cluster!r} not found")
+    spec_pool = next((p for p in (ic.spec.node_pools or []) if p.name == pool), None)
+    if spec_pool is None or not getattr(spec_pool, "class_name", None):
+        raise KeyError(f"pool {pool!r} not published by cluster {cluster!r}")
+    return resolve_member_requests(fleet, fleet.deployments[(namespace, deployment)], engine,
+                                   member_index, spec_pool.class_name, selector_cache)

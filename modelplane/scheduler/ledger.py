@@ -40,7 +40,7 @@ class NodePool:
         """Charge and return 0, or charge nothing and return how many nodes are missing."""
         need = sum(pods for pods, _ in usages)
         if need > self.free:
-            return need - max(self.free, 0)
+            return need - self.free
         self.free -= need
         return 0
 

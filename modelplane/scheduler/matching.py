@@ -20,6 +20,10 @@ class ResolvedRequest:
     count: int
     cels: tuple[str, ...]
 
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        return self.cels
+
 
 @dataclass(frozen=True)
 class MemberMatch:

@@ -213,9 +213,11 @@ class ClusterView:
         return next((p for p in self.pools if p.name == name), None)
 
 
-def compile_classes(fleet: Any) -> dict[str, ClassView]:
+def compile_classes(fleet: Any, only: str | None = None) -> dict[str, ClassView]:
     classes = {}
     for name in sorted(fleet.classes):
+        if only is not None and name != only:
+            continue
         devices = []
         for d in _get(fleet.classes[name], "spec", "devices", default=[]):
             attrs = {k: (v.raw() if hasattr(v, "raw") else v)

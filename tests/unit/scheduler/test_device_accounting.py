@@ -1,0 +1,93 @@
+"""Device accounting (the default; reference issue #172): charge devices, not nodes."""
+
+import pytest
+
+from modelplane.scheduler.ledger import DevicePool, NodePool
+
+from .helpers import (Case, check, cluster, deployment, engine, gang, gpu_class, member, of,
+                      plan, pool, prev, request, standalone, where)
+
+H8 = gpu_class("h100x8", 8, "81559Mi")
+
+
+def one_node(nodes: int = 1) -> list[dict]:
+    return [H8, cluster("a", pool("p1", "h100x8", nodes))]
+
+
+CASES = [
+    Case("eight 1-GPU replicas share one 8-GPU node (Device)",
+         [*one_node(), deployment("m", 9)], {"m": [f"a#{i}" for i in range(8)]},
+         accounting="Device", reasons={"m": "PartialCapacity"}),
+    Case("Node accounting keeps the reference: one replica per node",
+         [*one_node(), deployment("m", 9)], {"m": ["a#0"]}, accounting="Node",
+         reasons={"m": "PartialCapacity"}),
+    Case("best-fit keeps a whole node free for a full-node pod",
+         # 6 GPUs, then 2 GPUs go on the same node (fewest free devices that fit), so
+         # the 8-GPU pod still finds an empty node. First-fit on node order would not.
+         [*one_node(2), deployment("a-six", 1, engine("main", standalone(gpus=6))),
+          deployment("b-two", 1, engine("main", standalone(gpus=2))),
+          deployment("c-eight", 1, engine("main", standalone(gpus=8)))],
+         {"a-six": ["a#0"], "b-two": ["a#0"], "c-eight": ["a#0"]}, accounting="Device"),
+    Case("all devices of one pod come from one node",
+         # 16 free GPUs over two nodes, but a third 5-GPU pod fits on neither node.
+         [*one_node(2), deployment("m", 1, engine("main", standalone(gpus=5), copies=3))],
+         {"m": []}, accounting="Device", reasons={"m": "InsufficientCapacity"}),
+    Case("two 5-GPU copies fit on two nodes",
+         [*one_node(2), deployment("m", 1, engine("main", standalone(gpus=5), copies=2))],
+         {"m": ["a#0"]}, accounting="Device"),
+    Case("gang pods each take their devices from one node",
+         # Leader 4 + Worker 2x4: three 4-GPU pods on two 8-GPU nodes.
+         [*one_node(2), deployment("m", 2, gang(leader_gpus=4, worker_nodes=2, worker_gpus=4))],
+         {"m": ["a#0"]}, accounting="Device", reasons={"m": "PartialCapacity"}),
+    Case("claimless pods cost nothing in Device mode",
+         [*one_node(1), deployment("m", 2, gang(leader_gpus=None, worker_nodes=2, worker_gpus=4))],
+         {"m": ["a#0"]}, accounting="Device"),
+    Case("retained sub-node replicas are packed before new ones",
+         [*one_node(1), deployment("m", 3, engine("main", standalone(gpus=4)))],
+         {"m": ["a#0", "a#1"]}, accounting="Device",
+         previous=prev(("m", "a", 0, {"main": "p1"}))),
+    Case("observed node count overrides the declared one",
+         [gpu_class("h100", 1), cluster("a", pool("p1", "h100", 1)), deployment("m", 3)],
+         {"m": ["a#0", "a#1", "a#2"]}, accounting="Device", observed={"a": {"p1": 3}}),
+    Case("observed capacity of 0 hosts nothing",
+         [gpu_class("h100", 1), cluster("a", pool("p1", "h100", 4)), deployment("m", 1)],
+         {"m": []}, accounting="Node", observed={"a": {"p1": 0}}),
+    Case("maxNodeCount is the declared capacity when set",
+         [gpu_class("h100", 1), cluster("a", pool("p1", "h100", 1, max_nodes=2)), deployment("m", 3)],
+         {"m": ["a#0", "a#1"]}, accounting="Node"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_device_accounting(case: Case) -> None:
+    check(case)
+
+
+def test_retained_overcommit_blocks_new_pods_on_the_pool() -> None:
+    # Two retained 8-GPU replicas on a one-node pool: capacity is not checked on retain,
+    # but nothing new may land there afterwards.
+    fp = plan([*one_node(1), deployment("a-big", 2, engine("main", standalone(gpus=8))),
+               deployment("b-small", 1)],
+              previous=prev(("a-big", "a", 0, {"main": "p1"}), ("a-big", "a", 1, {"main": "p1"})),
+              accounting="Device")
+    assert where(fp, "a-big") == ["a#0", "a#1"]
+    assert where(fp, "b-small") == []
+    assert "short by 1 device in pool p1" in of(fp, "b-small").unplaced[0].reasons["a"]
+
+
+def test_device_pool_best_fit_and_rollback() -> None:
+    p = DevicePool.full((8,), 2)
+    assert p.try_take([(1, (6,))]) == 0
+    assert p.try_take([(1, (2,))]) == 0
+    assert p.groups == {(0,): 1, (8,): 1}
+    # a failing request charges nothing and reports the devices it lacked
+    assert p.try_take([(2, (8,))]) == 8
+    assert p.groups == {(0,): 1, (8,): 1}
+
+
+def test_node_pool_reports_missing_nodes() -> None:
+    p = NodePool(2)
+    assert p.try_take([(3, ())]) == 1
+    assert p.free == 2
+    p.force_take([(3, ())])
+    assert p.free == -1 and p.try_take([(1, ())]) == 2
