@@ -48,6 +48,8 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
                 base = f"spec.template.spec.engines[{e}].members[{m}].template.spec.containers[0]"
                 field = f"{base}.{flagged[1]}[{flagged[2]}]" if flagged else f"{base}.args"
                 how = f"--revision {asked}" if asked else "no --revision"
+                pinned = (f"spec.huggingFace.revision: {staged}" if staged
+                          else "no spec.huggingFace.revision")
                 if staged:
                     fix = f"add --revision {staged} to the engine's args"
                     if asked:
@@ -59,7 +61,7 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
                 yield Finding(
                     POLICY, MANDATORY, ctx.ref(dep), field,
                     f"engine {engine.name!r} asks for {_describe(asked)} of {repo} ({how}) but "
-                    f"{ctx.ref(cache)} stages {_describe(staged)} (spec.huggingFace.revision): the "
+                    f"{ctx.ref(cache)} stages {_describe(staged)} ({pinned}): the "
                     f"engine will not find the staged snapshot and will download the whole model "
                     f"again. Fix: {fix}.",
                 )

@@ -41,9 +41,9 @@ def image_problem(image: str, table: Mapping[str, str]) -> str | None:
         known = ", ".join(f"{r} >= v{v}" for r, v in sorted(table.items()))
         return f"image {image!r} is not in the table of images known to ship NIXL ({known})"
     if tag is None or _version(tag) is None:
-        shown = tag or "(none)"
-        return (f"image {image!r} has tag {shown}, which names no version, so it cannot be "
-                f"checked against the first {repo} tag known to ship NIXL (v{minimum})")
+        what = f"is tagged {tag!r}, which names no version" if tag else "has no version tag"
+        return (f"image {image!r} {what}, so it cannot be checked against v{minimum}, the "
+                f"first {repo} tag known to ship NIXL")
     if NIXL_EXCLUDED_TAG.search(tag):
         return f"image {image!r} is a ROCm build, and ROCm builds of {repo} ship no NIXL"
     if _version(tag) < _version(minimum):
@@ -71,7 +71,7 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
                 problem = image_problem(image, table)
                 if problem is None:
                     continue
-                first = next(iter(sorted(table.items())))
+                first = next(iter(NIXL_IMAGES.items()))
                 yield Finding(
                     POLICY, MANDATORY, ctx.ref(dep),
                     f"spec.template.spec.engines[{e}].members[{m}].template.spec.containers[0].image",

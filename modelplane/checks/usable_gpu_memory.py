@@ -70,9 +70,10 @@ def _class_findings(ctx: CheckContext) -> Iterable[Finding]:
                 yield Finding(
                     POLICY, MANDATORY, ctx.ref(cls), f"spec.devices[{i}].capacity.{key}",
                     f"declares {declared} for an {product.name}, but the {device.driver} driver "
-                    f"publishes only {product.usable} for that GPU: a selector asking for up to "
-                    f"{declared} matches this class at fleet level, the replica is placed, and "
-                    f"DRA never binds the claim, so its pods stay Pending without an error. "
+                    f"publishes only {product.usable} for that GPU: a selector asking for more than "
+                    f"{product.usable} (e.g. >= {declared}) matches this class at fleet level, the "
+                    f"replica is placed, and DRA never binds the claim, so its pods stay Pending "
+                    f"without an error. "
                     f"Fix: declare {key}: {product.usable} (the usable figure).",
                 )
 
