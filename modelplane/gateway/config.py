@@ -38,6 +38,7 @@ class Tuning:
     health_timeout: str = "300ms"
     retry_attempts: int = 3
     retry_initial_interval: str = "20ms"
+    retry_max_body: int = 8 * 1024 * 1024  # prompts above this are not retried on 5xx
 
 
 @dataclass(frozen=True)
@@ -61,11 +62,20 @@ def _health(path: str, t: Tuning) -> dict:
     return {"path": path, "interval": t.health_interval, "timeout": t.health_timeout}
 
 
-def _retry(t: Tuning) -> dict:
-    # Retries only fire when no response came back (connection refused/reset), so a
-    # request caught between an engine dying and the health check noticing is re-sent
-    # to another child instead of failing.
-    return {"retry": {"attempts": t.retry_attempts, "initialInterval": t.retry_initial_interval}}
+def _retry(t: Tuning, statuses: bool = False) -> dict:
+    """Retries re-run the weighted pick, so a retried request lands on another child.
+
+    Network errors (connection refused/reset) cover an engine that died before its
+    health check noticed. On the control plane, `statuses` also retries 502-504: a
+    workload gateway whose replicas were just marked down answers 503 for the short
+    window before the control plane's own health check marks that whole cluster down.
+    POST bodies are buffered (up to `max_body`) so the retry can resend them.
+    """
+    cfg: dict = {"attempts": t.retry_attempts, "initialInterval": t.retry_initial_interval}
+    if statuses:
+        cfg.update({"status": ["502-504"], "retryNonIdempotentMethod": True,
+                    "maxRequestBodyBytes": t.retry_max_body})
+    return {"retry": cfg}
 
 
 def _tiers(backends: Sequence[WeightedBackend]) -> list[list[WeightedBackend]]:
@@ -140,7 +150,7 @@ def control_plane_config(
             "middlewares": ["retry"],
             "service": top,
         }
-    return _dynamic(routers, services, {"retry": _retry(tuning)})
+    return _dynamic(routers, services, {"retry": _retry(tuning, statuses=True)})
 
 
 def egress_config(

@@ -30,7 +30,7 @@ from modelplane.gateway.process import Engine, Managed, Traefik, free_port, stop
 from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights
 
 # Short intervals so tests observe health changes within a second or two.
-FAST = Tuning(health_interval="200ms", health_timeout="150ms")
+FAST = Tuning(health_interval="250ms", health_timeout="1s")  # generous timeout: CI boxes are busy
 
 
 class LocalFleet:

@@ -1,0 +1,115 @@
+"""The reference users' routing experiments, through real Traefik and mock engines.
+
+Each test builds its fleet with the same routing module and config builders that the
+Pulumi program uses (modelplane.routing, modelplane.gateway.config).
+"""
+import signal
+import time
+
+from modelplane.commands.split import run_split
+
+from .helpers import SVC, replica, select
+
+
+def test_90_10_over_two_deployments_is_exactly_180_20(fleet):
+    eps = fleet.start_engines([replica("big", 0, "east"), replica("small", 0, "west")])
+    fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
+    res = run_split(fleet.service_url(*SVC), 200)
+    assert res.failed == 0
+    assert res.by_deployment == {"big": 180, "small": 20}
+
+
+def test_90_10_within_one_cluster_is_exactly_180_20(fleet):
+    """Same split when both deployments share a workload gateway (second hop weights)."""
+    eps = fleet.start_engines([replica("big", 0, "east"), replica("small", 0, "east")])
+    fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
+    res = run_split(fleet.service_url(*SVC), 200)
+    assert (res.failed, res.by_deployment) == (0, {"big": 180, "small": 20})
+
+
+def test_entry_whose_endpoints_are_gone_takes_no_share_after_rerun(fleet):
+    eps = fleet.start_engines([replica("big", 0, "east"), replica("small", 0, "west")])
+    services = {SVC: [select("big", 90), select("small", 10)]}
+    fleet.route(services, eps)
+    assert run_split(fleet.service_url(*SVC), 20).by_deployment == {"big": 18, "small": 2}
+
+    # The small replica is evicted and cannot be re-placed: its endpoint disappears
+    # and the program is re-run with what is left; then the engine really goes away.
+    fleet.route(services, [e for e in eps if e.deployment == "big"])
+    fleet.engines["small-0"].stop()
+    res = run_split(fleet.service_url(*SVC), 200)
+    assert res.failed == 0
+    assert res.by_deployment == {"big": 200}
+
+
+def _wait_down(traefik, service: str, timeout: float = 5.0) -> float:
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        status = traefik.services_status().get(f"{service}@file", {})
+        if "DOWN" in (status.get("serverStatus") or {}).values():
+            return time.monotonic() - start
+        time.sleep(0.05)
+    raise AssertionError(f"{service} never marked DOWN")
+
+
+def test_entry_failing_health_at_run_time_moves_its_share_without_failures(fleet):
+    """No re-run: the small engine's /health turns 503 after it served 5 requests."""
+    eps = fleet.start_engines(
+        [replica("big", 0, "east"), replica("small", 0, "west")],
+        faults={"small-0": ["--fail-health-after", "5"]},
+    )
+    fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
+
+    # Paced so that detection (two health-check hops) happens mid-stream.
+    res = run_split(fleet.service_url(*SVC), 200, on_request=lambda i, r: time.sleep(0.01))
+    seq = res.sequence
+    assert res.failed == 0 and len(seq) == 200
+    assert res.by_replica["small-0"] >= 5  # it kept answering until detection
+    last_small = max(i for i, r in enumerate(seq) if r == "small-0")
+    assert last_small < 180, f"small still served request {last_small}"
+    assert set(seq[last_small + 1:]) == {"big-0"}
+    # The control plane itself saw the west cluster's child go down.
+    _wait_down(fleet.control, "cp-ml-team-chat-c-west")
+    assert run_split(fleet.service_url(*SVC), 50).by_deployment == {"big": 50}
+
+
+def test_engine_killed_mid_stream_loses_no_request(fleet):
+    """The small engine's process exits after its 5th answer (a crash, not a drain)."""
+    eps = fleet.start_engines(
+        [replica("big", 0, "east"), replica("small", 0, "west")],
+        faults={"small-0": ["--exit-after", "5"]},
+    )
+    fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
+    res = run_split(fleet.service_url(*SVC), 200, on_request=lambda i, r: time.sleep(0.005))
+    assert res.failed == 0, res.errors
+    assert res.by_replica == {"big-0": 195, "small-0": 5}
+    assert not fleet.engines["small-0"].alive()
+
+
+def test_health_recovers_and_the_split_comes_back(fleet):
+    eps = fleet.start_engines([replica("big", 0, "east"), replica("small", 0, "west")])
+    fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
+    small = fleet.engines["small-0"]
+    small.signal(signal.SIGUSR1)  # /health -> 503
+    _wait_down(fleet.control, "cp-ml-team-chat-c-west")
+    assert run_split(fleet.service_url(*SVC), 50).by_deployment == {"big": 50}
+    small.signal(signal.SIGUSR2)  # healthy again
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        res = run_split(fleet.service_url(*SVC), 20)
+        if res.by_deployment.get("small"):
+            break
+        time.sleep(0.1)
+    assert res.failed == 0 and res.by_deployment.get("small")
+
+
+def test_cluster_pin_drains_the_other_cluster_without_moving_replicas(fleet):
+    eps = fleet.start_engines([replica("qwen", 0, "east"), replica("qwen", 1, "west")])
+    fleet.route({SVC: [select("qwen", cluster="east")]}, eps)
+    pinned = run_split(fleet.service_url(*SVC), 60)
+    assert pinned.failed == 0
+    assert pinned.by_replica == {"qwen-0": 60}  # 60/0: west keeps running, idle
+
+    fleet.route({SVC: [select("qwen")]}, eps)
+    unpinned = run_split(fleet.service_url(*SVC), 60)
+    assert (unpinned.failed, unpinned.by_replica) == (0, {"qwen-0": 30, "qwen-1": 30})
