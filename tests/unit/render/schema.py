@@ -1,0 +1,140 @@
+"""Schema checks: core and DRA kinds against the real Kubernetes OpenAPI (strict), CRD
+kinds (LWS, Grove) against the field shapes in k8s-api-shapes.md §4 and §5.1, with every
+embedded pod template or pod spec validated as core/v1 again."""
+
+from __future__ import annotations
+
+import kubernetes_validate
+
+K8S_VERSION = "1.35"
+CORE_KINDS = {"Namespace", "Service", "PersistentVolumeClaim", "Job", "Deployment", "ResourceClaimTemplate"}
+
+
+def validate_core(obj: dict) -> None:
+    try:
+        kubernetes_validate.validate(obj, K8S_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path)
+        raise AssertionError(f"{obj['kind']} {obj['metadata']['name']}: {path}: {exc.message}") from None
+
+
+def _pod_template(value, path):
+    validate_core({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "check"}, "template": value})
+    return []
+
+
+def _pod_spec(value, path):
+    validate_core({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "check"}, "spec": value})
+    return []
+
+
+def _enum(*values):
+    def check(value, path):
+        return [] if value in values else [f"{path}: {value!r} not one of {values}"]
+    return check
+
+
+def _labels(value, path):
+    ok = isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+    return [] if ok else [f"{path}: expected a string map"]
+
+
+# A key ending in "!" is required. A value is a type, a callable (value, path) -> errors,
+# a nested shape dict, or a one-element list meaning "list of".
+META = {"name!": str, "namespace": str, "labels": _labels, "annotations": _labels}
+
+LWS = {
+    "apiVersion!": _enum("leaderworkerset.x-k8s.io/v1"),
+    "kind!": _enum("LeaderWorkerSet"),
+    "metadata!": META,
+    "spec!": {
+        "replicas": int,
+        "startupPolicy": _enum("LeaderCreated", "LeaderReady"),
+        "networkConfig": {"subdomainPolicy": _enum("Shared", "UniquePerReplica")},
+        "rolloutStrategy": {"type": _enum("RollingUpdate"), "rollingUpdateConfiguration": dict},
+        "leaderWorkerTemplate!": {
+            "size": int,
+            "restartPolicy": _enum("RecreateGroupOnPodRestart", "RecreateGroupAfterStart", "None", "Default"),
+            "leaderTemplate": _pod_template,
+            "workerTemplate!": _pod_template,
+            "subGroupPolicy": {"subGroupPolicyType": _enum("LeaderWorker", "LeaderExcluded"), "subGroupSize": int},
+            "volumeClaimTemplates": [dict],
+            "persistentVolumeClaimRetentionPolicy": dict,
+        },
+    },
+}
+
+CLIQUE = {
+    "name!": str,
+    "labels": _labels,
+    "annotations": _labels,
+    "spec!": {
+        "roleName": str,
+        "replicas!": int,
+        "minAvailable": int,
+        "startsAfter": [str],
+        "autoScalingConfig": dict,
+        "podSpec!": _pod_spec,
+    },
+}
+
+PODCLIQUESET = {
+    "apiVersion!": _enum("grove.io/v1alpha1"),
+    "kind!": _enum("PodCliqueSet"),
+    "metadata!": META,
+    "spec!": {
+        "replicas": int,
+        "updateStrategy": {"type": _enum("RollingRecreate", "OnDelete")},
+        "template!": {
+            "cliqueStartupType": _enum("CliqueStartupTypeAnyOrder", "CliqueStartupTypeInOrder",
+                                       "CliqueStartupTypeExplicit"),
+            "priorityClassName": str,
+            "headlessServiceConfig": {"publishNotReadyAddresses": bool},
+            "terminationDelay": str,
+            "topologyConstraint": dict,
+            "resourceClaimTemplates": [dict],
+            "resourceSharing": [dict],
+            "cliques!": [CLIQUE],
+            "podCliqueScalingGroups": [{
+                "name!": str,
+                "cliqueNames!": [str],
+                "replicas": int,
+                "minAvailable": int,
+                "scaleConfig": dict,
+            }],
+        },
+    },
+}
+
+CRD_SHAPES = {"LeaderWorkerSet": LWS, "PodCliqueSet": PODCLIQUESET}
+
+
+def shape_errors(value, shape, path: str = "$") -> list[str]:
+    if callable(shape) and not isinstance(shape, type):
+        return shape(value, path)
+    if isinstance(shape, type):
+        ok = isinstance(value, shape) and not (shape is int and isinstance(value, bool))
+        return [] if ok else [f"{path}: expected {shape.__name__}, got {type(value).__name__}"]
+    if isinstance(shape, list):
+        if not isinstance(value, list):
+            return [f"{path}: expected a list"]
+        return [e for i, item in enumerate(value) for e in shape_errors(item, shape[0], f"{path}[{i}]")]
+    if not isinstance(value, dict):
+        return [f"{path}: expected an object"]
+    fields = {k.rstrip("!"): v for k, v in shape.items()}
+    errors = [f"{path}.{k}: unknown field" for k in value if k not in fields]
+    errors += [f"{path}.{k[:-1]}: required" for k in shape if k.endswith("!") and k[:-1] not in value]
+    for key, sub in fields.items():
+        if key in value:
+            errors += shape_errors(value[key], sub, f"{path}.{key}")
+    return errors
+
+
+def validate_any(obj: dict) -> None:
+    """Every rendered kind is checked one way or the other; an unknown kind fails."""
+    if obj["kind"] in CORE_KINDS:
+        validate_core(obj)
+        return
+    assert obj["kind"] in CRD_SHAPES, f"no schema for kind {obj['kind']}"
+    errors = shape_errors(obj, CRD_SHAPES[obj["kind"]])
+    assert not errors, "\n".join(errors)
