@@ -1,0 +1,80 @@
+"""`python -m modelplane plan`: output, --json, --previous, --accounting, exit codes."""
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from modelplane.commands import plan as plan_cmd
+
+from .helpers import H100, cluster, deployment, engine, pool, standalone, to_yaml
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    plan_cmd.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["plan", *argv])
+    return args.func(args)
+
+
+@pytest.fixture
+def fleet_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "fleet"
+    d.mkdir()
+    (d / "platform.yaml").write_text(to_yaml([H100, cluster("a", pool("p1", "h100", 2)),
+                                              cluster("b", pool("p1", "h100", 1))]))
+    (d / "models.yaml").write_text(to_yaml([deployment("m", 4),
+                                            deployment("big", 1, engine("main", standalone(gpus=2)))]))
+    return d
+
+
+def test_table_output(fleet_dir, capsys) -> None:
+    assert run([str(fleet_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "default/m: 3 of 4 replicas placed" in out
+    assert "ReplicasScheduled=False PartialCapacity: Scheduled 3 of 4 replicas" in out
+    assert "main->p1" in out
+    assert "unplaced replica #3:" in out and "a: engine main: short by 1 device in pool p1" in out
+    assert "matched too few devices" in out
+
+
+def test_json_output_and_previous_round_trip(fleet_dir, tmp_path, capsys) -> None:
+    assert run([str(fleet_dir), "--json", "--accounting", "Node"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert [d["name"] for d in first["deployments"]] == ["big", "m"]
+    m = first["deployments"][1]
+    assert [(r["cluster"], r["index"]) for r in m["replicas"]] == [("a", 0), ("a", 1), ("b", 0)]
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps(first))
+    assert run([str(fleet_dir), "--json", "--accounting", "Node", "--previous", str(prev)]) == 0
+    assert json.loads(capsys.readouterr().out) == first
+
+
+def test_observed_capacity(fleet_dir, tmp_path, capsys) -> None:
+    obs = tmp_path / "observed.json"
+    obs.write_text(json.dumps({"b": {"p1": 2}}))
+    assert run([str(fleet_dir), "--json", "--observed", str(obs)]) == 0
+    m = json.loads(capsys.readouterr().out)["deployments"][1]
+    assert m["conditions"][0]["reason"] == "ReplicasCreated"
+
+
+def test_invalid_manifests_exit_2(tmp_path, capsys) -> None:
+    (tmp_path / "bad.yaml").write_text("apiVersion: modelplane.ai/v1alpha1\nkind: ModelDeployment\n"
+                                       "metadata: {name: x}\nspec: {replicas: -1}\n")
+    assert run([str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and "error" in captured.err
+
+
+@pytest.mark.parametrize("content", ["not json", '{"deployments": 3}'])
+def test_invalid_previous_exits_2(fleet_dir, tmp_path, capsys, content) -> None:
+    prev = tmp_path / "prev.json"
+    prev.write_text(content)
+    assert run([str(fleet_dir), "--previous", str(prev)]) == 2
+    assert "error" in capsys.readouterr().err
+
+
+def test_missing_previous_file_exits_2(fleet_dir, tmp_path, capsys) -> None:
+    assert run([str(fleet_dir), "--previous", str(tmp_path / "nope.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
