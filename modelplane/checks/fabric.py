@@ -29,8 +29,9 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
             if source not in allowed:
                 yield Finding(
                     POLICY, MANDATORY, ctx.ref(cluster), f"{where}.type",
-                    f"pool {pool.name!r} declares fabric {fabric.type} on a {source} cluster, but "
-                    f"{fabric.type} is only provided on {' and '.join(allowed)}: its nodes get no "
+                    f"pool {pool.name!r} declares fabric {fabric.type}, but the cluster's source is "
+                    f"{source} and {fabric.type} is only available on {', '.join(allowed)} clusters: "
+                    f"its nodes get no "
                     f"{fabric.type} interfaces and gangs placed here fall back to TCP. Fix: set "
                     f"fabric.type: None, or declare the pool on a cluster whose source is "
                     f"{' or '.join(s for s in allowed if s != 'Existing')}.",
