@@ -1,0 +1,100 @@
+"""`python -m modelplane render MANIFEST_DIR OUT_DIR`."""
+
+import argparse
+import json
+
+import yaml
+
+from modelplane.commands import render as command
+from modelplane.render.output import file_names
+
+from .fleets import CACHES, PLATFORM, RESEARCH_CACHE, STANDALONE, GANG
+
+
+def _run(*argv):
+    parser = argparse.ArgumentParser()
+    command.add_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["render", *argv])
+    assert args.func is command.run
+    return args.func(args)
+
+
+def _manifests(tmp_path):
+    src = tmp_path / "fleet"
+    src.mkdir()
+    (src / "platform.yaml").write_text(PLATFORM)
+    (src / "models.yaml").write_text("\n---\n".join([CACHES, RESEARCH_CACHE, STANDALONE, GANG]))
+    return src
+
+
+def _tree(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.yaml"))}
+
+
+def test_writes_one_object_per_file_per_cluster(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert _run(str(_manifests(tmp_path)), str(out)) == 0
+    tree = _tree(out)
+    assert tree
+    for path, data in tree.items():
+        cluster, name = path.split("/")
+        docs = list(yaml.safe_load_all(data))
+        assert len(docs) == 1
+        obj = docs[0]
+        assert name == f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+        if obj["kind"] != "Namespace" and "modelplane.ai/cluster" in obj["metadata"]["labels"]:
+            assert obj["metadata"]["labels"]["modelplane.ai/cluster"] == cluster
+        # keys keep the renderer's order: apiVersion, kind, metadata, spec
+        assert list(obj)[:3] == ["apiVersion", "kind", "metadata"]
+    printed = capsys.readouterr().out
+    assert "ml-team/chat: 2 of 2 replicas placed" in printed
+    assert "wrote" in printed
+
+
+def test_output_is_byte_stable_and_stale_files_go(tmp_path):
+    src, out = _manifests(tmp_path), tmp_path / "out"
+    assert _run(str(src), str(out)) == 0
+    first = _tree(out)
+    stale = out / "kind-a" / "deployment-gone.yaml"
+    stale.write_text("kind: Deployment\n")
+    assert _run(str(src), str(out)) == 0
+    assert _tree(out) == first
+
+
+def test_previous_and_accounting_are_accepted(tmp_path):
+    src, out = _manifests(tmp_path), tmp_path / "out"
+    previous = tmp_path / "previous.json"
+    previous.write_text(json.dumps({"deployments": []}))
+    assert _run(str(src), str(out), "--previous", str(previous), "--accounting", "Node") == 0
+
+
+def test_invalid_manifests_exit_2_on_stderr(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: modelplane.ai/v1alpha1\nkind: ModelDeployment\nmetadata: {name: x}\nspec: {}\n")
+    assert _run(str(bad), str(tmp_path / "out")) == 2
+    err = capsys.readouterr().err
+    assert "error" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_unreadable_previous_exits_2(tmp_path, capsys):
+    previous = tmp_path / "previous.json"
+    previous.write_text("{not json")
+    assert _run(str(_manifests(tmp_path)), str(tmp_path / "out"), "--previous", str(previous)) == 2
+    assert "previous placement" in capsys.readouterr().err
+
+
+def test_render_errors_exit_2(tmp_path, capsys):
+    src = tmp_path / "fleet"
+    src.mkdir()
+    # a deployment whose cache does not exist
+    (src / "all.yaml").write_text(PLATFORM + "\n---\n" + STANDALONE)
+    assert _run(str(src), str(tmp_path / "out")) == 2
+    assert "qwen" in capsys.readouterr().err
+
+
+def test_file_names_disambiguate_same_name_in_two_namespaces():
+    objs = [{"kind": "Service", "metadata": {"name": "r", "namespace": "a"}},
+            {"kind": "Service", "metadata": {"name": "r", "namespace": "b"}},
+            {"kind": "Namespace", "metadata": {"name": "a"}}]
+    assert file_names(objs) == ["service-a-r.yaml", "service-b-r.yaml", "namespace-a.yaml"]
