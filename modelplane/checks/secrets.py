@@ -42,7 +42,7 @@ def _url_problem(url: str) -> str | None:
         return "carries credentials in its user-info part"
     for key, _ in parse_qsl(parts.query, keep_blank_values=True):
         if re.sub(r"[-_]", "", key).lower() in _URL_KEYS:
-            return f"carries a {key!r} query parameter"
+            return f"carries the query parameter {key!r}"
     return None
 
 
@@ -83,7 +83,7 @@ def _fleet_findings(ctx: CheckContext) -> Iterable[Finding]:
                     if _literal(value):
                         yield Finding(
                             POLICY, MANDATORY, ctx.ref(dep), f"{base}.{where[0]}[{where[1]}]",
-                            f"engine {engine.name!r} passes {flag} a literal value on its command "
+                            f"engine {engine.name!r} passes a literal value to {flag} on its command "
                             f"line, readable in the manifest, the pod spec and the process list. Fix: "
                             f"set an env var from valueFrom.secretKeyRef and pass {flag}=$(VAR_NAME).",
                         )
