@@ -1,4 +1,4 @@
-"""ModelCache -> a ReadWriteMany PVC and the Job that stages the weights (semantics §5).
+"""ModelCache -> a shared PVC and the Job that stages the weights (semantics §5).
 
 The Job stages into Hugging Face's cache layout (`--cache-dir`), not a plain directory,
 because engines name the model by repo id and resolve it through `HF_HUB_CACHE`; the
@@ -32,6 +32,13 @@ STORAGE_CLASSES = {
 }
 
 
+def cache_access_mode(cluster: Any) -> str:
+    # Kind's `standard` class is rancher local-path, which refuses ReadWriteMany ("Only
+    # support ReadWriteOnce access mode"). Node-local RWO still serves every pod on the
+    # node the volume lands on, which is what a local Kind cluster has.
+    return "ReadWriteOnce" if cluster.spec.cluster.source == "Kind" else "ReadWriteMany"
+
+
 def cache_storage_class(cluster: Any) -> str | None:
     source = cluster.spec.cluster.source
     if source == "Existing":
@@ -58,13 +65,13 @@ def staging_script(repo: str, revision: str) -> str:
     ])
 
 
-def _pvc(cache: Any, namespace: str, labels: dict, storage_class: str) -> dict:
+def _pvc(cache: Any, namespace: str, labels: dict, storage_class: str, access_mode: str) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": metadata(cache_pvc_name(namespace, cache.metadata.name), labels, namespace),
         "spec": {
-            "accessModes": ["ReadWriteMany"],
+            "accessModes": [access_mode],
             "storageClassName": storage_class,
             "resources": {"requests": {"storage": f"{cache.spec.hugging_face.size_gib}Gi"}},
         },
@@ -118,4 +125,5 @@ def render_cache(fleet: Any, cache: Any, cluster: Any) -> list[dict]:
         raise RenderError(f"ModelCache {namespace}/{cache.metadata.name} cannot be staged on "
                           f"InferenceCluster {cluster.metadata.name}: {hint}")
     labels = cache_labels(cache, cluster)
-    return [_pvc(cache, namespace, labels, storage_class), _job(cache, namespace, labels)]
+    pvc = _pvc(cache, namespace, labels, storage_class, cache_access_mode(cluster))
+    return [pvc, _job(cache, namespace, labels)]

@@ -14,14 +14,19 @@ def _render(cluster="kind-a", key=("ml-team", "qwen")):
 
 
 def test_pvc_is_rwx_sized_and_named_per_semantics():
-    _, objects = _render()
+    _, objects = _render("gke-c")
     pvc = one(objects, "PersistentVolumeClaim")
     assert pvc["metadata"]["name"] == child_name("modelcache", "ml-team", "qwen")
     assert pvc["metadata"]["namespace"] == "ml-team"
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
     assert pvc["spec"]["resources"]["requests"]["storage"] == "20Gi"
     assert pvc["metadata"]["labels"]["modelplane.ai/modelcache"] == "qwen"
-    assert pvc["metadata"]["labels"]["modelplane.ai/cluster"] == "kind-a"
+    assert pvc["metadata"]["labels"]["modelplane.ai/cluster"] == "gke-c"
+
+
+def test_kind_uses_read_write_once_because_local_path_refuses_rwx():
+    _, objects = _render("kind-a")
+    assert one(objects, "PersistentVolumeClaim")["spec"]["accessModes"] == ["ReadWriteOnce"]
 
 
 @pytest.mark.parametrize("cluster, storage_class", [
