@@ -1,0 +1,165 @@
+"""The fleet-wide placement as a Pulumi dynamic resource.
+
+`check()` runs the scheduler, so the placement is an input of the resource and is
+known during `pulumi preview` (pulumi-notes A5); the previous checked inputs (`olds`)
+carry the replicas that already exist, so they stay put across runs. The class is
+pickled by reference (this module is imported inside the provider process), hence: no
+pulumi.Config, no captured Outputs, nothing done at import time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pulumi
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+from pulumi.output import Unknown
+
+# Inputs that decide the placement; any change to them may move nothing but is an update.
+DRIVING_KEYS = ("fleet", "accounting", "observed")
+_UNKNOWN_TOKEN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
+ACCOUNTING_MODES = ("Device", "Node")
+
+
+def contains_unknown(value: Any) -> bool:
+    if isinstance(value, Unknown) or value == _UNKNOWN_TOKEN:
+        return True
+    if isinstance(value, Mapping):
+        return any(contains_unknown(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(contains_unknown(v) for v in value)
+    return False
+
+
+def normalize_numbers(value: Any) -> Any:
+    """Integers come back from the engine (protobuf Struct) as floats: 0 -> 0.0. The
+    placement schema and the manifests want ints, so integral floats become ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping) and not isinstance(value, Unknown):
+        return {k: normalize_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalize_numbers(v) for v in value]
+    return value
+
+
+def replica_keys(placement: Mapping[str, Any] | None) -> set[tuple[str, str, int]]:
+    """(namespace/deployment, cluster, index) for every placed replica."""
+    keys: set[tuple[str, str, int]] = set()
+    for dep in (placement or {}).get("deployments", []) or []:
+        ident = f"{dep['namespace']}/{dep['name']}"
+        for rep in dep.get("replicas", []) or []:
+            keys.add((ident, rep["cluster"], int(rep["index"])))
+    return keys
+
+
+def replica_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, list]:
+    """Which replicas a new placement adds, keeps and removes relative to the old one."""
+    before, after = replica_keys(old), replica_keys(new)
+    as_rows = lambda keys: [list(k) for k in sorted(keys)]  # noqa: E731
+    return {"added": as_rows(after - before), "kept": as_rows(after & before),
+            "removed": as_rows(before - after)}
+
+
+def _manifest_failures(exc: Exception) -> list[CheckFailure]:
+    issues = getattr(exc, "issues", None)
+    if not issues:
+        return [CheckFailure("fleet", f"invalid fleet: {exc}")]
+    out = []
+    for issue in issues:
+        where = f"{issue.file}#{issue.index} {issue.kind}/{issue.name}"
+        field = f" {issue.path}" if getattr(issue, "path", "") else ""
+        out.append(CheckFailure("fleet", f"{where}{field}: {issue.message}"))
+    return out
+
+
+def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]):
+    """(placement JSON, failures). Pure: the same olds and news give the same answer,
+    which `pulumi up` relies on (check runs in its preview and again in its update)."""
+    from modelplane.api import load_documents  # deferred: keeps this module's import cheap
+    from modelplane.scheduler import FleetPlacement, place_fleet
+
+    accounting = news.get("accounting") or "Device"
+    if accounting not in ACCOUNTING_MODES:
+        return None, [CheckFailure("accounting", f"accounting must be one of {ACCOUNTING_MODES}, got {accounting!r}")]
+    try:
+        fleet = load_documents(list(news.get("fleet") or []), source="<inputs>")
+    except Exception as exc:  # ManifestError, or anything a malformed document raises
+        return None, _manifest_failures(exc)
+    previous = None
+    old_placement = olds.get("placement") if olds else None
+    if old_placement and not contains_unknown(old_placement):
+        try:
+            previous = FleetPlacement.from_json(old_placement)
+        except ValueError as exc:
+            # Placing from scratch would move healthy replicas: refuse instead.
+            return None, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
+                                       "fix or remove it before placing again")]
+    observed = news.get("observed") or None
+    if observed is not None:
+        observed = {c: {p: int(n) for p, n in pools.items()} for c, pools in observed.items()}
+    placement = place_fleet(fleet, previous=previous, accounting=accounting, observed=observed)
+    return placement.to_json(), []
+
+
+class PlacementProvider(ResourceProvider):
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        olds, news = normalize_numbers(olds or {}), normalize_numbers(news)
+        inputs = dict(news)
+        if any(contains_unknown(news.get(k)) for k in DRIVING_KEYS):
+            inputs["placement"] = Unknown()
+            return CheckResult(inputs, [])
+        placement, failures = compute_placement(olds or {}, news)
+        if failures:
+            return CheckResult(inputs, failures)
+        inputs["placement"] = placement
+        return CheckResult(inputs, [])
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        olds, news = normalize_numbers(olds), normalize_numbers(news)
+        new_placement = news.get("placement")
+        if contains_unknown(new_placement):
+            return DiffResult(changes=True, replaces=[], delete_before_replace=False)
+        moves = replica_changes(olds.get("placement"), new_placement)
+        changed = bool(moves["added"] or moves["removed"])
+        changed = changed or olds.get("placement") != new_placement
+        changed = changed or any(olds.get(k) != news.get(k) for k in DRIVING_KEYS)
+        # Never a replace: the placement is data; moving a replica is the Kubernetes
+        # objects' delete + create, not this resource's.
+        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult("fleet-placement", outs=dict(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        # The full outputs: a partial dict would drop the placement from state.
+        return UpdateResult(outs=dict(news))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+
+class FleetPlacement(Resource, module="modelplane", name="FleetPlacement"):
+    """Type token `pulumi-python:dynamic/modelplane:FleetPlacement`."""
+
+    fleet: pulumi.Output[list]
+    accounting: pulumi.Output[str]
+    placement: pulumi.Output[dict]
+
+    def __init__(self, name: str, fleet_documents: list[dict], accounting: str = "Device",
+                 observed: Mapping[str, Mapping[str, int]] | None = None,
+                 opts: pulumi.ResourceOptions | None = None) -> None:
+        props: dict[str, Any] = {"fleet": fleet_documents, "accounting": accounting,
+                                 "placement": None}
+        if observed:
+            props["observed"] = {c: dict(p) for c, p in observed.items()}
+        super().__init__(PlacementProvider(), name, props, opts)

@@ -1,0 +1,173 @@
+"""Run the real program (`__main__.py`) against Pulumi mocks, one stack at a time.
+
+Mocks do not run a dynamic provider's check(), so `new_resource` runs
+`PlacementProvider.check` itself for `pulumi-python:dynamic/...` types and returns its
+result as the resource's state: the placement then flows downstream exactly as the
+engine makes it flow at preview (pulumi-notes A5). The previous run's state can be
+passed in as `previous`, which check() receives as `olds`, so two runs model
+`pulumi up` twice.
+
+Under preview mocks, an Output nobody returned is unknown and an apply on it never
+runs, so a check inside it would pass vacuously: `resolve()` fails on unknowns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import runpy
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import mocks as pmocks
+from pulumi.runtime import settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MAIN = os.path.join(ROOT_DIR, "__main__.py")
+PROJECT = "modelplane"
+
+
+@dataclass
+class Registration:
+    typ: str
+    name: str
+    inputs: dict
+    provider: str
+    parent: str
+    custom: bool
+    urn: str = ""
+
+
+@dataclass
+class Run:
+    resources: list[Registration]
+    outputs: dict[str, Any]
+    state: dict[str, dict]
+    logs: list[tuple[int, str]] = field(default_factory=list)
+
+    def of_type(self, typ: str) -> list[Registration]:
+        return [r for r in self.resources if r.typ == typ]
+
+    def named(self, name: str) -> Registration:
+        found = [r for r in self.resources if r.name == name]
+        assert len(found) == 1, f"{len(found)} resources named {name!r}"
+        return found[0]
+
+    def provider_of(self, reg: Registration) -> str:
+        """The name of the provider resource a registration uses (from its reference
+        `urn::id`), following component parents for providers=[...] inheritance."""
+        ref = reg.provider
+        return ref.split("::")[-2] if ref else ""
+
+    def warnings(self) -> list[str]:
+        return [m for level, m in self.logs if level >= logging.WARNING]
+
+    def infos(self) -> list[str]:
+        return [m for level, m in self.logs if level == logging.INFO]
+
+
+def resolve(output: Any) -> Any:
+    """The value of an Output; fails when it never became known."""
+    if not isinstance(output, pulumi.Output):
+        if isinstance(output, dict):
+            return {k: resolve(v) for k, v in output.items()}
+        if isinstance(output, list):
+            return [resolve(v) for v in output]
+        return output
+    assert _sync_await(output.is_known()), "output was never resolved (unknown)"
+    return resolve(_sync_await(output.future()))
+
+
+class FleetMocks(pmocks.Mocks):
+    def __init__(self, previous: dict[str, dict] | None = None):
+        self.previous = previous or {}
+        self.state: dict[str, dict] = {}
+
+    def new_resource(self, args: pmocks.MockResourceArgs):
+        state = dict(args.inputs)
+        if args.typ.startswith("pulumi-python:dynamic"):
+            from providers.placement import PlacementProvider
+
+            result = PlacementProvider().check(self.previous.get(args.name, {}), args.inputs)
+            assert not result.failures, [f.reason for f in result.failures]
+            state = dict(result.inputs)
+        elif args.typ == "command:local:Command":
+            state["stdout"] = f"apiVersion: v1\nkind: Config\n# kind cluster {args.name}\n"
+        elif args.typ == "aws:eks/cluster:Cluster":
+            state.update(name=args.name, endpoint=f"https://{args.name}.eks.example",
+                         certificateAuthority={"data": "Q0E="},
+                         vpcConfig={**state.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-cluster"})
+        elif args.typ == "gcp:container/cluster:Cluster":
+            state.update(name=args.name, endpoint="203.0.113.10", masterAuth={"clusterCaCertificate": "Q0E="})
+        elif args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            state["latestVersion"] = 1
+        self.state[args.name] = state
+        return f"{args.name}-id", state
+
+    def call(self, args: pmocks.MockCallArgs):
+        return {}
+
+
+class RecordingMonitor(pmocks.MockMonitor):
+    def __init__(self, mocks: FleetMocks):
+        super().__init__(mocks)
+        self.records: list[Registration] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            from pulumi.runtime import rpc
+
+            inputs = rpc.deserialize_properties(request.object)
+            self.records.append(Registration(request.type, request.name, inputs, request.provider,
+                                             request.parent, request.custom, response.urn))
+        return response
+
+
+class _Collect(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[int, str]] = []
+
+    def emit(self, record):
+        self.records.append((record.levelno, record.getMessage()))
+
+
+def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
+    with open(os.path.join(ROOT_DIR, "stacks", f"Pulumi.{stack}.yaml")) as f:
+        raw = (yaml.safe_load(f) or {}).get("config", {})
+    raw.update(overrides or {})
+    out = {}
+    for key, value in raw.items():
+        if key.startswith("pulumi:"):
+            continue
+        out[key] = value if isinstance(value, str) else json.dumps(value)
+    return out
+
+
+def run_program(stack: str, preview: bool = False, previous: dict[str, dict] | None = None,
+                config: dict[str, Any] | None = None, secret_keys: list[str] | None = None) -> Run:
+    settings.ROOT.set(None)
+    mocks = FleetMocks(previous)
+    monitor = RecordingMonitor(mocks)
+    handler = _Collect()
+    logger = logging.getLogger(f"modelplane-test-{stack}")
+    logger.handlers = [handler]
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor, logger=logger)
+    pulumi.runtime.set_all_config({f"{k}" if ":" in k else f"{PROJECT}:{k}": v
+                                   for k, v in stack_config(stack, config).items()}, secret_keys or [])
+    root = settings.get_root_resource()
+    cwd = os.getcwd()
+    os.chdir(ROOT_DIR)
+    try:
+        _sync_await(run_pulumi_func(lambda: runpy.run_path(MAIN, run_name="__main__")))
+    finally:
+        os.chdir(cwd)
+    return Run(monitor.records, dict(root.outputs), mocks.state, handler.records)
