@@ -230,6 +230,7 @@ def static_config(
     extra_entrypoints: Mapping[str, str] | None = None,
     api_address: str | None = None,
     throttle: str | None = None,
+    api: bool = False,
 ) -> dict:
     """Traefik static config: file provider watching a directory, no access log."""
     eps = {WEB: {"address": web_address}}
@@ -245,10 +246,12 @@ def static_config(
         # Traefik waits this long (default 2s) before applying a changed file.
         cfg["providers"]["providersThrottleDuration"] = throttle
     if api_address:
-        # Read-only introspection for readiness checks; bound like everything else.
+        # An internal entrypoint for readiness (`/ping`). The Traefik API stays off
+        # unless asked for: it would serve the egress headers, i.e. the API keys.
         eps["traefik"] = {"address": api_address}
-        cfg["api"] = {"insecure": True, "dashboard": False}
-        cfg["ping"] = {}
+        cfg["ping"] = {"entryPoint": "traefik"}
+        if api:
+            cfg["api"] = {"insecure": True, "dashboard": False}
     return cfg
 
 

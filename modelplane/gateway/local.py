@@ -36,7 +36,7 @@ FAST = Tuning(health_interval="250ms", health_timeout="1s")  # generous timeout:
 class LocalFleet:
     def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None):
         self.tuning = tuning
-        self._secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
+        self.secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
         self.work_dir = Path(tempfile.mkdtemp(prefix="modelplane-local-"))
         self.engines: dict[str, Engine] = {}
         self.workload: dict[str, Traefik] = {}
@@ -84,7 +84,7 @@ class LocalFleet:
     # -- gateways ---------------------------------------------------------------
     def _secret(self, namespace: str, cred: Credential) -> str:
         try:
-            return self._secrets[(namespace, cred.secret_name, cred.key)]
+            return self.secrets[(namespace, cred.secret_name, cred.key)]
         except KeyError:
             raise KeyError(f"secret {namespace}/{cred.secret_name} has no key {cred.key}") from None
 

@@ -129,19 +129,20 @@ class Traefik(Managed):
     DYNAMIC = "dynamic.yaml"
     SECRET = "egress.yaml"
 
-    def __init__(self, name: str, work_dir: Path, extra_entrypoints: dict[str, int] | None = None):
+    def __init__(self, name: str, work_dir: Path, extra_entrypoints: dict[str, int] | None = None,
+                 api: bool = False):
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_dir))
         self.dynamic_dir = self.dir / "dynamic"
         self.dynamic_dir.mkdir()
         self.port = free_port()
-        self.api_port = free_port()
+        self.internal_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_ports = dict(extra_entrypoints or {})
         self.generation = 0
         static = static_config(
             f"127.0.0.1:{self.port}", str(self.dynamic_dir),
             {k: f"127.0.0.1:{p}" for k, p in self.extra_ports.items()},
-            api_address=f"127.0.0.1:{self.api_port}", throttle="100ms",
+            api_address=f"127.0.0.1:{self.internal_port}", throttle="100ms", api=api,
         )
         static_path = self.dir / "traefik.yaml"
         static_path.write_text(yaml.safe_dump(static, sort_keys=False))
@@ -151,7 +152,7 @@ class Traefik(Managed):
         def up():
             if not self.alive():
                 raise ProcessError(f"{self.name} exited: {self.log_tail()}")
-            return http_get(f"http://127.0.0.1:{self.api_port}/ping", 0.3)[0] == 200
+            return http_get(f"http://127.0.0.1:{self.internal_port}/ping", 0.3)[0] == 200
         wait_until(up, timeout, f"{self.name} ping")
 
     def _write(self, filename: str, cfg: dict, private: bool = False) -> None:
@@ -166,19 +167,20 @@ class Traefik(Managed):
         self.generation += 1
         marker = f"generation-{self.generation}"
         cfg = json.loads(json.dumps(dynamic))  # deep copy; callers keep their dict
-        cfg.setdefault("http", {}).setdefault("middlewares", {})[marker] = {
-            "stripPrefix": {"prefixes": [f"/{marker}"]}}  # unused; only proves the load
+        # A router on the internal entrypoint whose presence proves this file is live.
+        cfg.setdefault("http", {}).setdefault("routers", {})[marker] = {
+            "entryPoints": ["traefik"], "rule": f"Path(`/{marker}`)", "service": "ping@internal"}
         if secret is not None:
             self._write(self.SECRET, secret, private=True)
         self._write(self.DYNAMIC, cfg)
 
         def loaded():
-            code, _ = http_get(f"http://127.0.0.1:{self.api_port}/api/http/middlewares/{marker}@file", 0.3)
-            return code == 200
+            return http_get(f"http://127.0.0.1:{self.internal_port}/{marker}", 0.3)[0] == 200
         wait_until(loaded, timeout, f"{self.name} to load config {self.generation}")
 
     def services_status(self) -> dict:
-        _, body = http_get(f"http://127.0.0.1:{self.api_port}/api/http/services", 1.0)
+        """Runtime state from the Traefik API (only when started with api=True)."""
+        _, body = http_get(f"http://127.0.0.1:{self.internal_port}/api/http/services", 1.0)
         return {s["name"]: s for s in json.loads(body)}
 
     def stop(self, grace: float = 3.0) -> None:

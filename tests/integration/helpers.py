@@ -13,3 +13,24 @@ def select(dep: str, weight: int = 1, cluster: str | None = None, priority: int 
     if cluster:
         labels[CLUSTER_LABEL] = cluster
     return RouteEntry(dep, weight, labels, priority)
+
+
+def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 10) -> None:
+    """Poll `url/v1/models` until `run` answers in a row come from `replica_name`.
+
+    Observes health-check detection from the outside (the control plane's API stays
+    off because it would expose the egress API keys).
+    """
+    import time
+
+    import httpx
+
+    deadline, streak = time.monotonic() + timeout, 0
+    with httpx.Client(timeout=2.0) as c:
+        while time.monotonic() < deadline:
+            r = c.get(f"{url}/v1/models")
+            streak = streak + 1 if r.headers.get("x-served-by") == replica_name else 0
+            if streak >= run:
+                return
+            time.sleep(0.02)
+    raise AssertionError(f"{url} never served only by {replica_name}")
