@@ -84,13 +84,25 @@ def test_unreadable_previous_exits_2(tmp_path, capsys):
     assert "previous placement" in capsys.readouterr().err
 
 
-def test_render_errors_exit_2(tmp_path, capsys):
+def test_dangling_cache_reference_exits_2(tmp_path, capsys):
     src = tmp_path / "fleet"
     src.mkdir()
-    # a deployment whose cache does not exist
     (src / "all.yaml").write_text(PLATFORM + "\n---\n" + STANDALONE)
     assert _run(str(src), str(tmp_path / "out")) == 2
     assert "qwen" in capsys.readouterr().err
+
+
+def test_render_errors_exit_2_and_write_nothing(tmp_path, capsys, monkeypatch):
+    import modelplane.render as render
+
+    def refuse(fleet, placement):
+        raise render.RenderError("ModelCache ml-team/qwen cannot be staged on InferenceCluster vultr-f")
+
+    monkeypatch.setattr(render, "render_cluster_manifests", refuse)
+    out = tmp_path / "out"
+    assert _run(str(_manifests(tmp_path)), str(out)) == 2
+    assert "vultr-f" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_file_names_disambiguate_same_name_in_two_namespaces():
