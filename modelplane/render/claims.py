@@ -11,7 +11,7 @@ from .names import claim_template_name
 
 def member_requests(r: ReplicaContext, engine: Any, member_index: int, pool_name: str) -> list:
     """The requests the member resolves on its pool's class; empty for claimless members."""
-    import modelplane.scheduler as scheduler
+    from modelplane.scheduler import resolve_member_requests
 
     pool = r.cluster.pool(pool_name)
     if pool is None or not pool.class_name:
@@ -20,13 +20,7 @@ def member_requests(r: ReplicaContext, engine: Any, member_index: int, pool_name
             f"{pool_name!r}, which InferenceCluster {r.cluster_name} does not declare as a GPU pool"
         )
     try:
-        if hasattr(scheduler, "resolve_member_requests"):
-            found = scheduler.resolve_member_requests(
-                r.fleet, r.deployment, engine.name, member_index, pool.class_name)
-        else:
-            found = scheduler.resolved_requests(
-                r.fleet, r.namespace, r.deployment_name, engine.name, member_index,
-                r.cluster_name, pool_name)
+        found = resolve_member_requests(r.fleet, r.deployment, engine.name, member_index, pool.class_name)
     except KeyError as exc:
         raise RenderError(f"replica {r.name} of {r.namespace}/{r.deployment_name}: cannot resolve "
                           f"the device requests of engine {engine.name!r} on pool {pool_name!r}: {exc}") from exc
@@ -38,14 +32,9 @@ def member_requests(r: ReplicaContext, engine: Any, member_index: int, pool_name
     return requests
 
 
-def _selectors(q: Any) -> tuple[str, ...]:
-    # The design names the field `selectors`; the scheduler's dataclass calls it `cels`.
-    return tuple(getattr(q, "selectors", None) or getattr(q, "cels", None) or ())
-
-
 def _request(q: Any) -> dict:
     exactly: dict = {"deviceClassName": q.device_class_name, "count": q.count}
-    if selectors := _selectors(q):
+    if selectors := tuple(q.selectors):
         # Copied verbatim so DRA re-checks at allocation what the fleet scheduler assumed.
         exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
     return {"name": q.name, "exactly": exactly}
