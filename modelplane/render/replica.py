@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .cache import cache_storage_class
 from .claims import member_requests, render_claim_template
 from .context import MemberContext, ReplicaContext, referenced_cache
 from .deployment import render_deployment
@@ -66,6 +67,12 @@ def render_replica(fleet: Any, deployment: Any, replica: Any, cluster: Any) -> l
         raise RenderError(f"replica {replica.name} is placed on {replica.cluster!r}, "
                           f"not on {cluster.metadata.name!r}")
     r = ReplicaContext(fleet, deployment, replica, cluster, referenced_cache(fleet, deployment))
+    if r.cache is not None and cache_storage_class(cluster) is None:
+        # The PVC can never exist there, so every pod would sit Pending on its volume.
+        raise RenderError(
+            f"replica {r.name} of {r.namespace}/{r.deployment_name} is placed on InferenceCluster "
+            f"{r.cluster_name}, which has no ReadWriteMany storage for ModelCache {r.cache.metadata.name}"
+        )
     claims, workloads = [], []
     for engine in deployment.spec.template.spec.engines:
         engine_claims, workload = _engine(r, engine)

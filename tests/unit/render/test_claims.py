@@ -35,3 +35,10 @@ def test_missing_engine_placement_is_an_error():
     partial = type(rep)(rep.name, rep.index, rep.cluster, {"decode": rep.engines["decode"]})
     with pytest.raises(RenderError, match="prefill"):
         render_replica(fl, fl.deployments[("ml-team", "pd")], partial, "kind-a")
+
+
+def test_cached_replica_on_a_cluster_without_cache_storage_is_an_error():
+    fl = full_fleet()
+    rep = place(fl, "ml-team", "chat", "vultr-f")
+    with pytest.raises(RenderError, match="vultr-f"):
+        render_replica(fl, fl.deployments[("ml-team", "chat")], rep, "vultr-f")
