@@ -38,7 +38,7 @@ class Tuning:
     health_timeout: str = "300ms"
     retry_attempts: int = 3
     retry_initial_interval: str = "20ms"
-    retry_max_body: int = 8 * 1024 * 1024  # prompts above this are not retried on 5xx
+    retry_max_body: int = 4 * 1024 * 1024  # larger bodies are still served, just not retried on 5xx
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,22 @@ def _tiers(backends: Sequence[WeightedBackend]) -> list[list[WeightedBackend]]:
     return [[b for b in backends if b.priority == p] for p in prios]
 
 
+def tier_health_path(route: ServiceRoute, priority: int) -> str:
+    """Workload-gateway path answering 200 while a local replica of that tier is healthy."""
+    return f"{route.prefix}/health/p{priority}"
+
+
+def _failover_chain(base: str, tier_names: list[str], services: dict) -> str:
+    """Lower priority numbers are preferred; each higher tier is the fallback of the
+    chain below it and takes traffic only once everything below it is down."""
+    top = tier_names[-1]
+    for i in range(len(tier_names) - 2, -1, -1):
+        name = f"{base}-failover-{i}"
+        services[name] = {"failover": {"service": tier_names[i], "fallback": top, "healthCheck": {}}}
+        top = name
+    return top
+
+
 def egress_entrypoint(ep: Endpoint) -> str:
     return _id("egress", ep.namespace, ep.name)
 
@@ -119,17 +135,17 @@ def control_plane_config(
             tname = f"{base}-p{tier[0].priority}"
             children = []
             for cluster, weight in cluster_weights(tier).items():
-                child = f"{base}-c-{_id(cluster)}"
+                child = f"{tname}-c-{_id(cluster)}"
                 services[child] = {"loadBalancer": {
                     "servers": [{"url": cluster_gateways[cluster]}],
-                    "healthCheck": _health(f"{r.prefix}/health", tuning),
+                    "healthCheck": _health(tier_health_path(r, tier[0].priority), tuning),
                 }}
                 children.append({"name": child, "weight": weight})
             for b in tier:
                 ep = b.endpoint
                 if not ep.external:
                     continue
-                child = f"{base}-x-{_id(ep.namespace, ep.name)}"
+                child = f"{tname}-x-{_id(ep.namespace, ep.name)}"
                 services[child] = {"loadBalancer": {
                     "servers": [{"url": egress_urls[ep.key]}],
                     "healthCheck": _health(f"{r.prefix}/v1/models", tuning),
@@ -137,13 +153,7 @@ def control_plane_config(
                 children.append({"name": child, "weight": b.weight})
             services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
             tier_names.append(tname)
-        # Lower priority numbers are preferred; each higher tier is the fallback of the
-        # chain below it, and takes traffic only once everything below is down.
-        top = tier_names[-1]
-        for i in range(len(tier_names) - 2, -1, -1):
-            name = f"{base}-failover-{i}"
-            services[name] = {"failover": {"service": tier_names[i], "fallback": top, "healthCheck": {}}}
-            top = name
+        top = _failover_chain(base, tier_names, services)
         routers[base] = {
             "entryPoints": [WEB],
             "rule": f"PathPrefix(`{r.prefix}/`)",
@@ -201,18 +211,33 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
         base = _id("wl", r.namespace, r.name)
         strip = f"{base}-strip"
         middlewares[strip] = {"stripPrefix": {"prefixes": [r.prefix]}}
-        children, probes = [], []
-        for b in local:
-            replicas[b.endpoint.key] = b.endpoint
-            child = _id("replica", b.endpoint.namespace, b.endpoint.name)
-            children.append({"name": child, "weight": b.weight})
-            probes.append({"name": child, "weight": 1})
-        services[base] = {"weighted": {"services": children, "healthCheck": {}}}
-        services[f"{base}-health"] = {"weighted": {"services": probes, "healthCheck": {}}}
+        middlewares[f"{base}-probe"] = {"replacePath": {"path": "/health"}}
+        tier_names, all_probes = [], []
+        for tier in _tiers(local):
+            tname, prio = f"{base}-p{tier[0].priority}", tier[0].priority
+            children, probes = [], []
+            for b in tier:
+                replicas[b.endpoint.key] = b.endpoint
+                child = _id("replica", b.endpoint.namespace, b.endpoint.name)
+                children.append({"name": child, "weight": b.weight})
+                probes.append({"name": child, "weight": 1})
+            services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
+            # Probes get their own weighted services so that health checks never
+            # advance the round robin that user requests see (exact splits).
+            services[f"{tname}-health"] = {"weighted": {"services": probes, "healthCheck": {}}}
+            routers[f"{tname}-health"] = {
+                "entryPoints": [WEB], "rule": f"Path(`{tier_health_path(r, prio)}`)", "priority": 300,
+                "middlewares": [f"{base}-probe"], "service": f"{tname}-health"}
+            tier_names.append(tname)
+            all_probes += probes
+        # The control plane picked a tier before sending here, so the lowest locally
+        # healthy tier is that same tier; the chain only matters inside detection gaps.
         routers[base] = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "priority": 100,
-                         "middlewares": [strip, "retry"], "service": base}
+                         "middlewares": [strip, "retry"], "service": _failover_chain(base, tier_names, services)}
+        services[f"{base}-health"] = {"weighted": {"services": all_probes, "healthCheck": {}}}
         routers[f"{base}-health"] = {"entryPoints": [WEB], "rule": f"Path(`{r.prefix}/health`)",
-                                     "priority": 200, "middlewares": [strip], "service": f"{base}-health"}
+                                     "priority": 200, "middlewares": [f"{base}-probe"],
+                                     "service": f"{base}-health"}
     for key, ep in sorted(replicas.items()):
         child = _id("replica", ep.namespace, ep.name)
         services[child] = {"loadBalancer": {"servers": [{"url": ep.url}], "healthCheck": _health("/health", tuning)}}
