@@ -90,3 +90,29 @@ def _pod_specs(obj):
     elif obj["kind"] == "PodCliqueSet":
         for clique in spec["template"]["cliques"]:
             yield clique["spec"]["podSpec"]
+
+
+def test_cached_validator_agrees_with_the_library():
+    import kubernetes_validate
+    from .schema import validate_core, validate_with_library
+
+    for obj in OBJECTS:
+        if obj["kind"] not in ("LeaderWorkerSet", "PodCliqueSet"):
+            validate_with_library(obj)
+            break
+    bad = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"bogus": 1}}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        validate_with_library(bad)
+    with pytest.raises(AssertionError, match="bogus"):
+        validate_core(bad)
+
+
+def test_flat_v1beta1_request_shape_would_be_rejected():
+    from .schema import validate_core
+
+    rct = next(o for o in OBJECTS if o["kind"] == "ResourceClaimTemplate")
+    request = rct["spec"]["spec"]["devices"]["requests"][0]
+    flat = {"name": request["name"], **request["exactly"]}
+    broken = {**rct, "spec": {"spec": {"devices": {"requests": [flat]}}}}
+    with pytest.raises(AssertionError):
+        validate_core(broken)
