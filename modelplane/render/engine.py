@@ -6,6 +6,8 @@ from .context import MemberContext
 from .env import injected_env, merge_env
 from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
 
+DSHM_VOLUME = "dshm"
+CACHE_VOLUME = "model-cache"
 
 
 def readiness_probe() -> dict:
@@ -16,10 +18,6 @@ def readiness_probe() -> dict:
         # SGLang answers /health in about a second; the kubelet default of 1s flaps.
         "timeoutSeconds": 5,
     }
-
-
-DSHM_VOLUME = "dshm"
-CACHE_VOLUME = "model-cache"
 
 
 def has_flag(args: list[str], flag: str) -> bool:
