@@ -122,3 +122,12 @@ def test_renders_what_the_scheduler_placed():
     for d in placement.deployments:
         for r in d.replicas:
             assert r.name in _names(out[r.cluster], "Service")
+
+
+def test_renderers_never_import_pulumi():
+    import subprocess
+    import sys
+
+    code = ("import sys, modelplane.render, modelplane.commands.render; "
+            "sys.exit(any(m == 'pulumi' or m.startswith('pulumi.') or m.startswith('pulumi_') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
