@@ -134,10 +134,14 @@ def make_handler(state: EngineState):
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m modelplane.mock_engine", description=__doc__.split("\n")[0])
-    p.add_argument("--name", required=True, help="replica name reported in every answer")
+    served = os.environ.get("MODELPLANE_SERVED_MODEL_NAME", "")  # "<ns>/<deployment>" in a pod
+    p.add_argument("--name", default=os.environ.get("MODELPLANE_REPLICA") or os.environ.get("HOSTNAME") or "engine",
+                   help="replica name reported in every answer (default: $MODELPLANE_REPLICA, else $HOSTNAME)")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--deployment", default=None)
+    # In a pod the gateway reaches the engine over the pod network; anywhere else stay local.
+    in_pod = "KUBERNETES_SERVICE_HOST" in os.environ
+    p.add_argument("--host", default="0.0.0.0" if in_pod else "127.0.0.1")
+    p.add_argument("--deployment", default=served.rpartition("/")[2] or None)
     fault = p.add_mutually_exclusive_group()
     fault.add_argument("--fail-health-after", type=int, default=None, metavar="N")
     fault.add_argument("--exit-after", type=int, default=None, metavar="N")

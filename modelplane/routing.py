@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any, Iterable, Mapping, Sequence
+from urllib.parse import urlsplit
 
 DEPLOYMENT_LABEL = "modelplane.ai/deployment"
 CLUSTER_LABEL = "modelplane.ai/cluster"
@@ -168,32 +169,25 @@ def route_entries(service: Any) -> list[RouteEntry]:
 def endpoint_from_api(obj: Any, ready: bool = True) -> Endpoint:
     """Endpoint from a hand-written ModelEndpoint (v0.3.1 url/rewritePath or newer origin/api)."""
     md, spec = obj.metadata, obj.spec
-    labels = dict(getattr(md, "labels", None) or {})
     origin = getattr(spec, "origin", None)
-    cred = None
+    api = getattr(spec, "api", None)
+    schema = "OpenAI"
     if origin:
-        api = getattr(spec, "api", None)
-        prefix = (getattr(api, "prefix", None) or "/v1") if api is not None else "/v1"
-        schema = (getattr(api, "schema_", None) or getattr(api, "schema", None) or "OpenAI") if api is not None else "OpenAI"
-        c = getattr(spec, "credential", None) or getattr(spec, "credential_ref", None)
-        if c is not None:
-            cred = Credential(c.name, getattr(c, "key", None) or "apiKey")
+        prefix = getattr(api, "prefix", None) or "/v1"
+        schema = getattr(api, "schema_", None) or "OpenAI"
         url = origin.rstrip("/")
     else:
-        raw = spec.url
-        rewrite = getattr(spec, "rewrite_path", None) or "/"
-        # v0.3.1: the service prefix is replaced by rewritePath, and callers address
+        # v0.3.1: the service prefix is replaced by rewritePath and callers address
         # `/v1/...` below the service, so the provider sees rewritePath + "v1/...".
-        prefix = rewrite.rstrip("/") + "/v1"
-        schema = "OpenAI"
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(raw)
+        prefix = (getattr(spec, "rewrite_path", None) or "/").rstrip("/") + "/v1"
+        parts = urlsplit(spec.url)
         url = f"{parts.scheme}://{parts.netloc}"
+    secret = getattr(spec, "api_key_secret", None)
+    cred = Credential(secret.name, getattr(secret, "key", None) or "apiKey") if secret else None
     return Endpoint(
         namespace=md.namespace or "default",
         name=md.name,
-        labels=labels,
+        labels=dict(getattr(md, "labels", None) or {}),
         url=url,
         api_prefix=prefix,
         ready=ready,

@@ -117,6 +117,11 @@ class LocalFleet:
             ServiceRoute(ns, name, tuple(compute_weights(list(entries), endpoints, namespace=ns)))
             for (ns, name), entries in sorted(services.items())
         ]
+        return self.apply_routes(routes, endpoints)
+
+    def apply_routes(self, routes: Sequence[ServiceRoute], endpoints: Sequence[Endpoint]) -> list[ServiceRoute]:
+        """(Re)configure every gateway for these routes; starts missing gateways."""
+        routes = list(routes)
         clusters = sorted({ep.cluster for ep in endpoints if ep.cluster} | set(self.workload))
         for c in clusters:
             self._ensure_workload(c).apply(workload_config(c, routes, self.tuning))

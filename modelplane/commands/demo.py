@@ -1,0 +1,112 @@
+"""`python -m modelplane demo [MANIFEST_DIR]`: the fleet's data path, run locally.
+
+Plans the fleet with the real scheduler, starts one mock engine per placed replica,
+one Traefik per workload cluster and the control-plane Traefik (all on 127.0.0.1,
+configured by the same builders the Pulumi program deploys), sends N requests through
+every ModelService, prints who served them, and stops everything it started.
+
+Hand-written ModelEndpoints point at real providers; the demo never sends traffic
+there and starts a local stand-in instead (with a throw-away API key when the
+endpoint names a credential, so the header path is exercised too).
+"""
+from __future__ import annotations
+
+import secrets
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from modelplane.commands.split import format_result, run_split
+
+DEFAULT_DIR = "examples/kind"
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("demo", help="plan the fleet, run its gateways locally and show each service's split")
+    p.add_argument("manifests", nargs="?", default=DEFAULT_DIR, help=f"manifest file or directory (default {DEFAULT_DIR})")
+    p.add_argument("-n", type=int, default=200, help="requests per service (default 200)")
+    p.set_defaults(func=run)
+
+
+def _placement_lines(placement) -> list[str]:
+    lines = ["placement:"]
+    for dp in placement.deployments:
+        where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"
+        lines.append(f"  {dp.namespace}/{dp.name}: {len(dp.replicas)}/{dp.desired} replicas: {where}")
+        for u in dp.unplaced:
+            why = "; ".join(f"{c}: {m}" for c, m in sorted(u.reasons.items()))
+            lines.append(f"    replica {u.index} not placed: {why}")
+    return lines
+
+
+def _weights_lines(route) -> list[str]:
+    if not route.backends:
+        return [f"  {route.namespace}/{route.name}: no ready endpoint, no route (404)"]
+    lines = [f"  {route.namespace}/{route.name}:"]
+    for b in route.backends:
+        where = "external" if b.endpoint.external else b.endpoint.cluster
+        lines.append(f"    entry {b.entry} (priority {b.priority}) -> {b.endpoint.name} [{where}] weight {b.weight}")
+    return lines
+
+
+def run(args) -> int:
+    from modelplane.api import ManifestError, load_manifests
+    from modelplane.gateway.fleet import fleet_routes, placement_endpoints
+    from modelplane.gateway.local import LocalFleet
+    from modelplane.gateway.process import ProcessError
+    from modelplane.scheduler import place_fleet
+
+    if args.n < 1:
+        print("demo: -n must be at least 1", file=sys.stderr)
+        return 2
+    if not Path(args.manifests).exists():
+        print(f"demo: {args.manifests}: no such file or directory", file=sys.stderr)
+        return 2
+    try:
+        fleet = load_manifests(args.manifests)
+    except ManifestError as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 2
+    if not fleet.services:
+        print(f"demo: {args.manifests} defines no ModelService, nothing to route", file=sys.stderr)
+        return 2
+    placement = place_fleet(fleet)
+    print("\n".join(_placement_lines(placement)), flush=True)
+
+    failed = 0
+    try:
+        with LocalFleet() as local:
+            endpoints = []
+            for ep in placement_endpoints(fleet, placement):
+                if ep.external:
+                    ep = _stand_in(local, ep)
+                endpoints.append(ep)
+            endpoints = local.start_engines(endpoints)
+            routes = local.apply_routes(fleet_routes(fleet, endpoints), endpoints)
+            print("weights:")
+            for r in routes:
+                print("\n".join(_weights_lines(r)))
+            for r in routes:
+                if not r.backends:
+                    continue
+                res = run_split(local.service_url(r.namespace, r.name), args.n)
+                failed += res.failed
+                print(format_result(res), flush=True)
+    except (ProcessError, OSError) as e:
+        print(f"demo: {e}", file=sys.stderr)
+        return 1
+    print("stopped every engine and gateway the demo started")
+    return 1 if failed else 0
+
+
+def _stand_in(local, ep):
+    env, extra = {}, []
+    if ep.credential is not None:
+        key = secrets.token_urlsafe(24)
+        local.secrets[(ep.namespace, ep.credential.secret_name, ep.credential.key)] = key
+        env = {"MODELPLANE_STANDIN_KEY": key}
+        extra = ["--api-key-env", "MODELPLANE_STANDIN_KEY"]
+    eng = local.start_engine(ep.name, None, extra, env)
+    print(f"external endpoint {ep.namespace}/{ep.name} ({ep.url}): served by a local stand-in, "
+          f"no traffic leaves 127.0.0.1", flush=True)
+    return replace(ep, url=eng.url, api_prefix="/v1")

@@ -1,0 +1,37 @@
+"""From a fleet and its placement to routes: the pure glue both the Pulumi program and
+the local demo use (manifests -> endpoints -> per-service weighted backends)."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from modelplane.gateway.config import ServiceRoute
+from modelplane.routing import Endpoint, compute_weights, endpoint_from_api, replica_endpoint, route_entries
+
+EngineUrl = Callable[[str, str, str], str]  # (namespace, replica, cluster) -> engine base URL
+
+
+def placement_endpoints(fleet: Any, placement: Any, engine_url: EngineUrl | None = None) -> list[Endpoint]:
+    """One endpoint per placed replica (reference §4.1 labels) plus hand-written ones.
+
+    Readiness is not known at plan time; every placed replica is taken as ready and
+    the gateways' health checks decide at run time.
+    """
+    out: list[Endpoint] = []
+    for dp in placement.deployments:
+        dep = fleet.deployments.get((dp.namespace, dp.name))
+        meta = getattr(getattr(dep, "spec", None), "template", None)
+        labels = dict(getattr(getattr(meta, "metadata", None), "labels", None) or {})
+        for r in dp.replicas:
+            url = engine_url(dp.namespace, r.name, r.cluster) if engine_url else ""
+            out.append(replica_endpoint(dp.namespace, r.name, dp.name, r.cluster, r.index, labels, url))
+    out.extend(endpoint_from_api(e) for _, e in sorted(fleet.endpoints.items()))
+    return out
+
+
+def fleet_routes(fleet: Any, endpoints: list[Endpoint]) -> list[ServiceRoute]:
+    """Every ModelService of the fleet with its weighted backends (semantics §4.3)."""
+    routes = []
+    for (ns, name), svc in sorted(fleet.services.items()):
+        backends = compute_weights(route_entries(svc), endpoints, namespace=ns)
+        routes.append(ServiceRoute(ns, name, tuple(backends)))
+    return routes
