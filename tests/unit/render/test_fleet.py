@@ -130,4 +130,7 @@ def test_renderers_never_import_pulumi():
 
     code = ("import sys, modelplane.render, modelplane.commands.render; "
             "sys.exit(any(m == 'pulumi' or m.startswith('pulumi.') or m.startswith('pulumi_') for m in sys.modules))")
-    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
