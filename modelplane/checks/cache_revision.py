@@ -1,8 +1,13 @@
 """cache-revision-match: an engine must ask for the revision its ModelCache staged
-(mission: silent failure 2; modelplane-semantics.md §5, k8s-api-shapes.md §8)."""
+(mission: silent failure 2; modelplane-semantics.md §5, k8s-api-shapes.md §8).
+
+The renderer appends `--revision <staged>` to image-entrypoint engines that pass none, so
+those are consistent by construction. What can still disagree: an explicit `--revision`,
+and a custom command line that names the repo without one."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterable
 
 from .context import CheckContext
@@ -12,8 +17,11 @@ from .registry import register
 
 POLICY = "cache-revision-match"
 # Hugging Face resolves a bare repo id to the default branch, which is `main` on the Hub;
-# both sides written as "main" or left out land on the same ref.
+# the renderer stages an unpinned cache as `main` too.
 DEFAULT_BRANCH = "main"
+# The env var the renderer sets to the staged revision, for custom command lines.
+REVISION_ENV = "MODELPLANE_MODEL_REVISION"
+_REVISION_REF = re.compile(r"^\$(\(|\{)?" + REVISION_ENV + r"(\)|\})?$")
 
 
 def _resolve(revision: str | None) -> str:
@@ -32,6 +40,7 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
             continue
         repo = cache.spec.hugging_face.repo
         staged = cache.spec.hugging_face.revision
+        pinned = f"spec.huggingFace.revision: {staged}" if staged else "no spec.huggingFace.revision"
         for e, engine in enumerate(dep.spec.template.spec.engines):
             for m, member in enumerate(engine.members):
                 container = member.template.spec.engine
@@ -39,29 +48,34 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
                 # A local path (the v0.3.1 `--model=/mnt/models` style) reads files, no ref.
                 if model is not None and (model.startswith("/") or model.startswith(".")):
                     continue
-                if model is not None and model != repo:
-                    continue
-                flagged = flag_value(container, "--revision")
-                asked = flagged[0] if flagged else None
-                if _resolve(asked) == _resolve(staged):
-                    continue
                 base = f"spec.template.spec.engines[{e}].members[{m}].template.spec.containers[0]"
-                field = f"{base}.{flagged[1]}[{flagged[2]}]" if flagged else f"{base}.args"
-                how = f"--revision {asked}" if asked else "no --revision"
-                pinned = (f"spec.huggingFace.revision: {staged}" if staged
-                          else "no spec.huggingFace.revision")
-                if staged:
-                    fix = f"add --revision {staged} to the engine's args"
-                    if asked:
-                        fix = f"change the engine's --revision to {staged}"
-                    fix += f", or set spec.huggingFace.revision: {asked} on the cache" if asked else ""
+                flagged = flag_value(container, "--revision")
+                if flagged:
+                    asked = flagged[0]
+                    if _REVISION_REF.match(asked) or _resolve(asked) == _resolve(staged):
+                        continue
+                    field = f"{base}.{flagged[1]}[{flagged[2]}]"
+                    how = f"--revision {asked}"
+                    if staged:
+                        fix = (f"change the engine's --revision to {staged} (or to $({REVISION_ENV})), "
+                               f"or set spec.huggingFace.revision: {asked} on the cache")
+                    else:
+                        fix = (f"remove --revision {asked} from the engine's args, or pin the cache with "
+                               f"spec.huggingFace.revision: {asked}")
+                elif container.command and model == repo:
+                    asked, field = None, f"{base}.command"
+                    how = "its own command names the repo without --revision"
+                    fix = (f"add --revision $({REVISION_ENV}) (the staged revision, set by the program) "
+                           f"or --revision {staged or DEFAULT_BRANCH} to the engine's command line")
+                    if _resolve(None) == _resolve(staged):
+                        continue
                 else:
-                    fix = (f"remove --revision {asked} from the engine's args, or pin the cache with "
-                           f"spec.huggingFace.revision: {asked}")
+                    continue  # the renderer appends the staged revision
                 yield Finding(
                     POLICY, MANDATORY, ctx.ref(dep), field,
                     f"engine {engine.name!r} asks for {_describe(asked)} of {repo} ({how}) but "
-                    f"{ctx.ref(cache)} stages {_describe(staged)} ({pinned}): the "
-                    f"engine will not find the staged snapshot and will download the whole model "
-                    f"again. Fix: {fix}.",
+                    f"{ctx.ref(cache)} stages {_describe(staged)} ({pinned}): the engine will not find "
+                    f"the staged snapshot, so it fails at startup under the HF_HUB_OFFLINE=1 the "
+                    f"program sets (with Hub access it would download the whole model again). "
+                    f"Fix: {fix}.",
                 )
