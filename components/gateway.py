@@ -94,8 +94,9 @@ class TraefikGateway(pulumi.ComponentResource):
         port: dict = {"name": "web", "port": 80, "targetPort": WEB_PORT}
         if node_port:
             port["nodePort"] = node_port
-        annotations = {"pulumi.com/skipAwait": "true"}  # a LoadBalancer address may take minutes
-        self.service = k8s.core.v1.Service(name, metadata={**meta, "name": name, "annotations": annotations}, spec={
+        # A LoadBalancer Service is awaited until it has an address, which the service
+        # URLs and the control plane's routes need.
+        self.service = k8s.core.v1.Service(name, metadata={**meta, "name": name}, spec={
             "type": "NodePort" if node_port else "LoadBalancer", "selector": {"app": name}, "ports": [port]},
             opts=child)
         self.address = service_address(self.service)

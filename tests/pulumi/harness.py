@@ -22,6 +22,7 @@ from typing import Any
 
 import pulumi
 import yaml
+from google.protobuf import json_format
 from pulumi.runtime import mocks as pmocks
 from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
@@ -41,6 +42,7 @@ class Registration:
     parent: str
     custom: bool
     urn: str = ""
+    secret_keys: set[str] = field(default_factory=set)  # top-level inputs sent as secrets
 
 
 @dataclass
@@ -49,12 +51,13 @@ class Run:
     outputs: dict[str, Any]
     state: dict[str, dict]
     logs: list[tuple[int, str]] = field(default_factory=list)
+    program: dict[str, Any] = field(default_factory=dict)  # the program module's globals
 
     def of_type(self, typ: str) -> list[Registration]:
         return [r for r in self.resources if r.typ == typ]
 
-    def named(self, name: str) -> Registration:
-        found = [r for r in self.resources if r.name == name]
+    def named(self, name: str, typ: str | None = None) -> Registration:
+        found = [r for r in self.resources if r.name == name and (typ is None or r.typ == typ)]
         assert len(found) == 1, f"{len(found)} resources named {name!r}"
         return found[0]
 
@@ -63,6 +66,9 @@ class Run:
         `urn::id`), following component parents for providers=[...] inheritance."""
         ref = reg.provider
         return ref.split("::")[-2] if ref else ""
+
+    def secret_inputs(self, reg: Registration) -> set[str]:
+        return reg.secret_keys
 
     def warnings(self) -> list[str]:
         return [m for level, m in self.logs if level >= logging.WARNING]
@@ -90,6 +96,10 @@ class FleetMocks(pmocks.Mocks):
 
     def new_resource(self, args: pmocks.MockResourceArgs):
         state = dict(args.inputs)
+        if args.typ.startswith(("aws:", "gcp:")):
+            # Cloud names and ARNs are computed by the provider; give them values.
+            state.setdefault("name", args.name)
+            state.setdefault("arn", f"arn:aws:mock:::{args.name}")
         if args.typ.startswith("pulumi-python:dynamic"):
             from providers.placement import PlacementProvider
 
@@ -104,6 +114,8 @@ class FleetMocks(pmocks.Mocks):
                          vpcConfig={**state.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-cluster"})
         elif args.typ == "gcp:container/cluster:Cluster":
             state.update(name=args.name, endpoint="203.0.113.10", masterAuth={"clusterCaCertificate": "Q0E="})
+        elif args.typ == "kubernetes:core/v1:Service" and state.get("spec", {}).get("type") == "LoadBalancer":
+            state["status"] = {"loadBalancer": {"ingress": [{"hostname": f"{args.name}.lb.example"}]}}
         elif args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
             state["latestVersion"] = 1
         self.state[args.name] = state
@@ -123,10 +135,29 @@ class RecordingMonitor(pmocks.MockMonitor):
         if request.type != "pulumi:pulumi:Stack":
             from pulumi.runtime import rpc
 
-            inputs = rpc.deserialize_properties(request.object)
+            raw = json_format.MessageToDict(request.object)
+            secret = {k for k, v in raw.items() if _is_secret(v)}
+            inputs = _unwrap(rpc.deserialize_properties(request.object))
             self.records.append(Registration(request.type, request.name, inputs, request.provider,
-                                             request.parent, request.custom, response.urn))
+                                             request.parent, request.custom, response.urn, secret))
         return response
+
+
+def _is_secret(value: Any) -> bool:
+    from pulumi.runtime import rpc
+
+    return isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig
+
+
+def _unwrap(value: Any) -> Any:
+    """Inputs with secrets replaced by their values (secretness is kept in secret_keys)."""
+    if _is_secret(value):
+        return _unwrap(value.get("value"))
+    if isinstance(value, dict):
+        return {k: _unwrap(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unwrap(v) for v in value]
+    return value
 
 
 class _Collect(logging.Handler):
@@ -166,8 +197,9 @@ def run_program(stack: str, preview: bool = False, previous: dict[str, dict] | N
     root = settings.get_root_resource()
     cwd = os.getcwd()
     os.chdir(ROOT_DIR)
+    program: dict[str, Any] = {}
     try:
-        _sync_await(run_pulumi_func(lambda: runpy.run_path(MAIN, run_name="__main__")))
+        _sync_await(run_pulumi_func(lambda: program.update(runpy.run_path(MAIN, run_name="__main__"))))
     finally:
         os.chdir(cwd)
-    return Run(monitor.records, dict(root.outputs), mocks.state, handler.records)
+    return Run(monitor.records, dict(root.outputs), mocks.state, handler.records, program)

@@ -1,0 +1,245 @@
+"""The whole program (`__main__.py`) under mocks, per stack: which resources, which
+provider each uses, key fields, and outputs that must be resolved (not unknown)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from tests.pulumi.fleets import fleet_text
+from tests.pulumi.harness import ROOT_DIR, resolve, run_program
+
+K8S_TYPES = ("kubernetes:", "modelplane:index:ServingStack", "modelplane:index:WorkloadGateway",
+             "modelplane:index:ControlPlaneGateway")
+BYO_KEYS = {"endpointApiKeys": {"ml-team/together-key": "sk-test-123"}}
+
+
+def uses_cluster_provider(run, cluster_providers: set[str]) -> None:
+    """Every Kubernetes resource names an explicit per-cluster provider (default
+    providers are disabled in every stack)."""
+    for reg in run.resources:
+        if reg.typ.startswith("kubernetes:") and reg.custom:
+            assert run.provider_of(reg) in cluster_providers, (reg.typ, reg.name, reg.provider)
+
+
+def group_objects(run, name: str) -> list[dict]:
+    return run.named(name).inputs["objs"]
+
+
+@pytest.fixture(scope="module")
+def render():
+    return run_program("render")
+
+
+def test_render_stack_registers_one_rendering_provider_per_cluster(render):
+    providers = {r.name: r.inputs for r in render.of_type("pulumi:providers:kubernetes")}
+    assert set(providers) == {"eu-west-k8s", "us-east-k8s", "control-k8s"}
+    for name, inputs in providers.items():
+        assert inputs["renderYamlToDirectory"] == os.path.join(ROOT_DIR, "render-out", name[:-4])
+        assert "kubeconfig" not in inputs
+    assert not render.of_type("command:local:Command")  # nothing provisioned
+    assert not render.of_type("kubernetes:helm.sh/v4:Chart")  # offline: no chart fetched
+    uses_cluster_provider(render, set(providers))
+
+
+def test_render_stack_places_each_replica_on_its_cluster_only(render):
+    chat_eu = group_objects(render, "ml-team-chat-eu-west")
+    assert {o["kind"] for o in chat_eu} >= {"Deployment", "Service", "ResourceClaimTemplate"}
+    assert all(o["metadata"]["labels"]["modelplane.ai/cluster"] == "eu-west" for o in chat_eu)
+    assert group_objects(render, "ml-team-chat-us-east") == []
+    assert group_objects(render, "ml-team-chat-canary-eu-west") == []
+    assert render.provider_of(render.named("ml-team-chat-eu-west")) == "eu-west-k8s"
+    assert render.named("ml-team-chat-eu-west").inputs["resourcePrefix"] == "ml-team-chat-eu-west"
+
+
+def test_render_stack_outputs_are_resolved(render):
+    deployments = resolve(render.outputs["deployments"])
+    assert deployments["ml-team/chat"]["replicas"][0]["cluster"] == "eu-west"
+    assert deployments["ml-team/chat"]["replicas"][0]["pools"] == {"mock": ["gpu"]}
+    assert deployments["ml-team/chat-canary"]["replicas"][0]["cluster"] == "us-east"
+    assert deployments["ml-team/chat"]["conditions"][0]["type"] == "ReplicasScheduled"
+    services = resolve(render.outputs["services"])
+    chat = services["ml-team/chat"]
+    assert chat["url"].endswith("/ml-team/chat")
+    assert {w["entry"]: w["weight"] for w in chat["weights"]} == {"stable": 9, "canary": 1}
+    placement = resolve(render.outputs["placement"])
+    assert [d["name"] for d in placement["deployments"]] == ["chat", "chat-canary"]
+
+
+def test_render_stack_prints_the_placement_table(render):
+    table = next(m for m in render.infos() if m.startswith("placement:"))
+    assert "ml-team/chat " in table and "eu-west" in table and "mock=gpu" in table
+
+
+def test_components_carry_props_and_labels(render):
+    dep = render.named("ml-team-chat")
+    assert dep.typ == "modelplane:index:ModelDeployment"
+    assert dep.inputs["clusters"] == ["eu-west", "us-east"] and dep.inputs["manifest"]["kind"] == "ModelDeployment"
+    cluster = render.named("eu-west")
+    assert cluster.inputs["source"] == "Kind" and cluster.inputs["renderDir"]
+    for reg in render.of_type("kubernetes:apps/v1:Deployment") + render.of_type("kubernetes:core/v1:ConfigMap"):
+        assert reg.inputs["metadata"]["labels"]["app.kubernetes.io/part-of"] == "modelplane"
+    placement = render.named("fleet-placement")
+    assert placement.typ == "pulumi-python:dynamic/modelplane:FleetPlacement"
+    assert {"fleet", "accounting", "__provider"} <= set(placement.inputs)
+
+
+def test_gateways_are_configured_from_the_data_path_builders(render):
+    routes = yaml.safe_load(render.named("modelplane-gateway-routes").inputs["data"]["routes.yaml"])
+    services = routes["http"]["services"]
+    weighted = next(s for s in services.values() if "weighted" in s)
+    children = {c["name"]: c["weight"] for c in weighted["weighted"]["services"]}
+    assert sorted(children.values()) == [1, 9]
+    urls = {s["loadBalancer"]["servers"][0]["url"] for s in services.values() if "loadBalancer" in s}
+    assert urls == {"http://eu-west-control-plane:30080", "http://us-east-control-plane:30080"}
+    wl = yaml.safe_load(render.named("eu-west-gateway-routes").inputs["data"]["routes.yaml"])
+    servers = [s["loadBalancer"]["servers"][0]["url"] for s in wl["http"]["services"].values() if "loadBalancer" in s]
+    assert servers == ["http://chat-2e4ec.ml-team.svc.cluster.local:8000"]
+    assert render.provider_of(render.named("modelplane-gateway-routes")) == "control-k8s"
+
+
+def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
+    run = run_program("kind")
+    commands = {r.name: r.inputs for r in run.of_type("command:local:Command")}
+    assert set(commands) == {"eu-west-kind", "us-east-kind", "control-kind"}
+    config = yaml.safe_load(commands["eu-west-kind"]["stdin"])
+    assert config["nodes"][1] == {"role": "worker", "labels": {"modelplane.ai/pool": "gpu"}}
+    assert "kindest/node:v1.35.1" in commands["eu-west-kind"]["create"]
+    control = yaml.safe_load(commands["control-kind"]["stdin"])
+    assert control["nodes"][0]["extraPortMappings"][0]["hostPort"] == 8080
+    charts = {r.name: r for r in run.of_type("kubernetes:helm.sh/v4:Chart")}
+    dra = charts["eu-west-serving-dra-example-driver"]
+    assert dra.inputs["chart"] == "oci://registry.k8s.io/dra-example-driver/charts/dra-example-driver"
+    assert dra.inputs["version"] == "0.4.0" and dra.inputs["values"]["kubeletPlugin"]["numDevices"] == 1
+    assert run.provider_of(dra) == "eu-west-k8s"
+    assert "us-east-serving-lws" in charts
+    providers = {r.name: r for r in run.of_type("pulumi:providers:kubernetes")}
+    assert providers["eu-west-k8s"].inputs["clusterIdentifier"] == "eu-west"
+    uses_cluster_provider(run, set(providers))
+    assert resolve(run.outputs["services"])["ml-team/chat"]["url"] == "http://localhost:8080/ml-team/chat"
+
+
+def test_kind_rejects_the_deadlocking_kubelet(tmp_path):
+    text = fleet_text({"eu-west": 1}, {"chat": 1}).replace("source: Kind", "source: Kind, kind: {nodeImage: 'kindest/node:v1.34.1'}")
+    (tmp_path / "fleet.yaml").write_text(text)
+    with pytest.raises(Exception, match="deadlocks DRA"):
+        run_program("kind", config={"manifests": str(tmp_path)})
+
+
+def test_aws_stack_builds_gpu_node_groups_with_efa():
+    run = run_program("aws")
+    groups = {r.name: r.inputs for r in run.of_type("aws:eks/nodeGroup:NodeGroup")}
+    efa = groups["aws-us-east-h100-efa"]
+    assert efa["amiType"] == "AL2023_x86_64_NVIDIA" and efa["instanceTypes"] == ["p5.48xlarge"]
+    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa"}
+    assert efa["scalingConfig"]["desiredSize"] == 2 and "launchTemplate" in efa
+    assert "launchTemplate" not in groups["aws-us-west-h100"]
+    lt = run.named("aws-us-east-h100-efa-lt").inputs
+    nics = lt["networkInterfaces"]
+    assert len(nics) == 32 and nics[0]["interfaceType"] == "efa" and nics[1]["interfaceType"] == "efa-only"
+    assert lt["placement"]["groupName"]
+    assert run.named("aws-us-east-h100-efa-pg").inputs["strategy"] == "cluster"
+    sg = run.named("aws-us-east-h100-efa-efa").inputs
+    assert sg["ingress"][0]["self"] is True
+    eks = run.of_type("aws:eks/cluster:Cluster")
+    assert {run.provider_of(c) for c in eks} == {"aws-us-east-aws", "aws-us-west-aws"}
+    regions = {r.name: r.inputs["region"] for r in run.of_type("pulumi:providers:aws")}
+    assert regions == {"aws-us-east-aws": "us-east-1", "aws-us-west-aws": "us-west-2"}
+    k8s = run.named("aws-us-east-k8s").inputs
+    assert "kubeconfig" in k8s
+    assert resolve(run.outputs["services"])["ml-team/llama"]["url"].startswith("http://")
+
+
+def test_gcp_stack_builds_gpu_pools_with_accelerators_and_compact_placement():
+    run = run_program("gcp", config={"gcp": {"project": "p", "rdmaNetworkProfile": "projects/p/global/networkProfiles/us-central1-b-vpc-roce",
+                                             "rdmaNics": 2}})
+    pools = {r.name: r.inputs for r in run.of_type("gcp:container/nodePool:NodePool")}
+    h200 = pools["gcp-us-central-h200"]
+    acc = h200["nodeConfig"]["guestAccelerators"][0]
+    assert acc["type"] == "nvidia-h200-141gb" and acc["count"] == 8
+    assert acc["gpuDriverInstallationConfig"]["gpuDriverVersion"] == "LATEST"
+    assert h200["nodeConfig"]["labels"] == {"modelplane.ai/pool": "h200"}
+    assert h200["placementPolicy"]["type"] == "COMPACT"
+    assert len(h200["networkConfig"]["additionalNodeNetworkConfigs"]) == 2
+    l4 = pools["gcp-europe-west-l4"]
+    assert "placementPolicy" not in l4 and l4["autoscaling"]["maxNodeCount"] == 4
+    cluster = run.named("gcp-us-central", "gcp:container/cluster:Cluster").inputs
+    assert cluster["datapathProvider"] == "ADVANCED_DATAPATH" and cluster["enableMultiNetworking"] is True
+    assert cluster["deletionProtection"] is False
+
+
+def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secret():
+    config = {**BYO_KEYS, "kubeconfigs": {"byo-east": "apiVersion: v1\nkind: Config\n"}}
+    run = run_program("byo", config=config)
+    east = run.named("byo-east-k8s")
+    assert east.inputs["kubeconfig"].startswith("apiVersion")
+    assert run.named("byo-west-k8s").inputs["kubeconfig"].endswith("byo-west.yaml")
+    labeler = group_objects(run, "byo-east-pool-labels")
+    job = next(o for o in labeler if o["kind"] == "Job")
+    assert "node.kubernetes.io/instance-type=a2-ultragpu-4g" in job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert not [r for r in run.resources if r.name == "byo-west-pool-labels"]  # mode Present
+    egress = run.named("modelplane-gateway-egress")
+    assert egress.typ == "kubernetes:core/v1:Secret"
+    assert run.secret_inputs(egress) >= {"stringData"}
+    assert run.secret_inputs(east) >= {"kubeconfig"}
+    weights = resolve(run.outputs["services"])["ml-team/mistral"]["weights"]
+    assert sorted((w["entry"], w["weight"]) for w in weights) == [("own", 2), ("own", 2), ("saas", 1)]
+    # the key is nowhere in plain inputs or outputs
+    plain = json.dumps([r.inputs for r in run.resources if r.name != "modelplane-gateway-egress"], default=str)
+    assert "sk-test-123" not in plain
+    assert "sk-test-123" not in json.dumps(resolve(run.outputs["services"]))
+
+
+def test_dynamo_example_installs_grove_kai_and_modelexpress():
+    run = run_program("kind", config={"manifests": "examples/dynamo"})
+    charts = {r.name for r in run.of_type("kubernetes:helm.sh/v4:Chart")}
+    assert {"dynamo-local-serving-grove", "dynamo-local-serving-kai-scheduler"} <= charts
+    assert "dynamo-local-serving-lws" not in charts
+    queue = run.named("dynamo-local-serving-kai-queue")
+    assert queue.typ == "kubernetes:scheduling.run.ai/v2:Queue"
+    objs = group_objects(run, "ml-team-qwen-gang-dynamo-local")
+    assert "PodCliqueSet" in {o["kind"] for o in objs}
+    mx = group_objects(run, "dynamo-local-ml-team-modelexpress")
+    assert {o["metadata"]["name"] for o in mx} == {"modelexpress-server"}
+    cache = {r.name: r for r in run.resources if r.name.startswith("cache-ml-team-qwen")}
+    assert {o["kind"] for o in cache["cache-ml-team-qwen-dynamo-local"].inputs["objs"]} == {"PersistentVolumeClaim", "Job"}
+
+
+def test_shortfall_warns_with_explanations(tmp_path):
+    (tmp_path / "fleet.yaml").write_text(fleet_text({"eu-west": 1, "us-east": 1}, {"chat": 2}, copies=2))
+    run = run_program("render", config={"manifests": str(tmp_path)})
+    warning = next(w for w in run.warnings() if "ml-team/chat" in w)
+    assert "0 of 2 replicas placed" in warning and "eu-west:" in warning and "us-east:" in warning
+    explained = resolve(run.outputs["deployments"])["ml-team/chat"]["explanations"]
+    assert len(explained) == 2
+
+
+def test_two_runs_keep_replicas_put(tmp_path):
+    (tmp_path / "fleet.yaml").write_text(fleet_text({"eu-west": 1, "us-east": 1}, {"chat": 1}, service=True))
+    first = run_program("render", config={"manifests": str(tmp_path)})
+    assert resolve(first.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "eu-west"
+    # an alphabetically earlier cluster appears: a fresh placement would pick it
+    (tmp_path / "fleet.yaml").write_text(fleet_text({"ap-south": 1, "eu-west": 1, "us-east": 1}, {"chat": 1}, service=True))
+    second = run_program("render", config={"manifests": str(tmp_path)}, previous=first.state)
+    assert resolve(second.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "eu-west"
+    assert group_objects(second, "ml-team-chat-ap-south") == []
+    fresh = run_program("render", config={"manifests": str(tmp_path)})
+    assert resolve(fresh.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "ap-south"
+
+
+def test_preview_mode_still_knows_the_placement():
+    run = run_program("render", preview=True)
+    assert resolve(run.outputs["deployments"])["ml-team/chat"]["replicas"]
+    assert group_objects(run, "ml-team-chat-eu-west")
+
+
+def test_resolve_fails_on_an_unresolved_output():
+    """The guard the other tests rely on: under preview mocks a value the mock did not
+    return is unknown, and reading it must fail rather than pass vacuously."""
+    run = run_program("render", preview=True)
+    namespace = run.program["fleet"].clusters["eu-west"].namespace
+    with pytest.raises(AssertionError, match="never resolved"):
+        resolve(namespace.status)  # the mock returns inputs only: status stays unknown
