@@ -28,3 +28,14 @@ def test_main_only_builds_the_pack():
 def test_requirements_pin_the_policy_sdk():
     lines = (PACK_DIR / "requirements.txt").read_text().splitlines()
     assert "pulumi-policy==1.21.0" in lines
+
+
+def test_example_config_is_valid_for_lint_and_the_pack():
+    import json
+
+    from modelplane.checks import levels_from_config
+
+    config = json.loads((PACK_DIR / "policy-config.example.json").read_text())
+    assert levels_from_config(config) == {
+        "declared-capacity": "mandatory", "fabric-multi-node-tcp": "advisory",
+        "prefill-decode-needs-nixl": "mandatory", "kind-node-image": "disabled"}
