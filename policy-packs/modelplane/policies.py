@@ -129,7 +129,13 @@ def _fleet_inputs(name: str, encoded: str) -> tuple[Any, Any, Any]:
 
 def context(args: ResourceValidationArgs, policy: str) -> CheckContext:
     props = plain(args.props)
-    fleet, placement, observed = _fleet_inputs(args.name, json.dumps(props, sort_keys=True))
+    try:
+        fleet, placement, observed = _fleet_inputs(args.name, json.dumps(props, sort_keys=True))
+    except ValueError as exc:  # ManifestError, PlacementFormatError
+        # The provider's check() rejects such inputs and fails the preview itself; saying
+        # why here beats crashing the analyzer.
+        args.not_applicable(f"the placement inputs do not load: {exc}")
+        raise AssertionError("not_applicable returned") from exc
     program = [ProgramResource(args.resource_type, args.name, props, SECRETS_MARKED)]
     return CheckContext(fleet, placement, observed, program, {policy: dict(args.get_config() or {})})
 

@@ -65,9 +65,12 @@ class Analyzer:
             request.policyConfig[name].CopyFrom(pb.PolicyConfig(enforcementLevel=level, properties=struct(props)))
         self.servicer.Configure(request, None)
 
-    def analyze(self, type_: str, name: str, props: dict) -> list[tuple[str, str, str]]:
+    def analyze_response(self, type_: str, name: str, props: dict) -> pb.AnalyzeResponse:
         request = pb.AnalyzeRequest(type=type_, name=name, urn=urn(type_, name), properties=struct(props))
-        return self._diagnostics(self.servicer.Analyze(request, None))
+        return self.servicer.Analyze(request, None)
+
+    def analyze(self, type_: str, name: str, props: dict) -> list[tuple[str, str, str]]:
+        return self._diagnostics(self.analyze_response(type_, name, props))
 
     def analyze_stack(self, resources: list[tuple[str, str, dict]]) -> list[tuple[str, str, str]]:
         request = pb.AnalyzeStackRequest(resources=[

@@ -138,3 +138,13 @@ def test_stack_without_a_placement_resource_is_flagged():
     assert analyzer.analyze_stack([(PLACEMENT, "placement", placement_props(base()))]) == []
     got = analyzer.analyze_stack([("kubernetes:core/v1:Namespace", "ml-team", {"metadata": {"name": "ml-team"}})])
     assert [(p, lvl) for p, lvl, _ in got] == [("modelplane-fleet-present", "advisory")]
+
+
+def test_inputs_that_do_not_load_make_the_fleet_policies_not_applicable():
+    props = placement_props(base())
+    props["fleet"][0]["spec"]["devices"][0]["capacity"]["memory"]["value"] = "lots"
+    response = Analyzer().analyze_response(PLACEMENT, "placement", props)
+    assert list(response.diagnostics) == []
+    reasons = {n.policy_name: n.reason for n in response.not_applicable}
+    assert set(reasons) == set(EXPECTED_LEVELS) - {"modelplane-fleet-present"}
+    assert reasons["fabric"].startswith("the placement inputs do not load: 1 invalid manifest field(s)")
