@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .conditions import replicas_scheduled
+from .ledger import Ledger
 from .matching import Matcher, MemberMatch, ResolvedRequest
 from .phases import Context, build_ledger, fill, retain, scale_down
 from .shape import compile_classes, compile_clusters, compile_deployment
@@ -42,9 +43,19 @@ __all__ = [
 def place_fleet(fleet: Any, previous: FleetPlacement | None = None, accounting: str = "Device",
                 observed: Mapping[str, Mapping[str, int]] | None = None,
                 selector_cache: Any | None = None) -> FleetPlacement:
+    return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache)[0]
+
+
+def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
+                            accounting: str = "Device",
+                            observed: Mapping[str, Mapping[str, int]] | None = None,
+                            selector_cache: Any | None = None) -> tuple[FleetPlacement, Ledger]:
+    """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
+    and reports can audit it."""
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
-    ctx = Context(compile_clusters(fleet, observed), Matcher(selector_cache), accounting)
+    ctx = Context(compile_clusters(fleet, observed), Matcher(_selector_cache(selector_cache)),
+                  accounting)
     shapes = [compile_deployment(fleet, key, fleet.deployments[key])
               for key in sorted(fleet.deployments)]
     states = []
@@ -63,7 +74,7 @@ def place_fleet(fleet: Any, previous: FleetPlacement | None = None, accounting: 
         cond = replicas_scheduled(shape.desired, len(replicas), st.candidates, shape.invalid)
         result.append(DeploymentPlacement(shape.namespace, shape.name, shape.desired, replicas,
                                           [cond], st.unplaced, st.dropped))
-    return FleetPlacement(result)
+    return FleetPlacement(result), ledger
 
 
 _SHARED_SELECTORS: Any = None
