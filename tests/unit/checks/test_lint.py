@@ -63,3 +63,18 @@ def test_invalid_input_exits_two(tmp_path, capsys):
     good.mkdir()
     assert run(write(good, *base()), "--config", str(config)) == 2
     assert "unknown policy 'no-such-policy'" in capsys.readouterr().err
+
+
+def test_python_dash_m_modelplane_lint(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    bad = subprocess.run([sys.executable, "-m", "modelplane", "lint", "examples/silent-failures"],
+                         cwd=root, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1, bad.stderr
+    assert bad.stdout.splitlines()[-1] == "10 checks: 9 mandatory, 0 advisory finding(s)"
+    good = subprocess.run([sys.executable, "-m", "modelplane", "lint", write(tmp_path, *base())],
+                          cwd=root, capture_output=True, text=True, timeout=120)
+    assert (good.returncode, good.stdout) == (0, "10 checks: 0 mandatory, 0 advisory finding(s)\n")
