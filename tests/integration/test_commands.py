@@ -1,0 +1,53 @@
+"""`split` and `demo` as a user runs them (through modelplane.__main__)."""
+import os
+from pathlib import Path
+
+from modelplane.__main__ import main
+from modelplane.gateway.process import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _children() -> list[int]:
+    me, out = os.getpid(), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == me:
+            out.append(int(pid))
+    return out
+
+
+def test_split_prints_counts_per_replica_and_deployment(fleet, capsys):
+    eng = fleet.start_engine("solo-7f3a1", deployment="solo")
+    assert main(["split", eng.url, "-n", "12"]) == 0
+    out = capsys.readouterr().out
+    assert "solo-7f3a1        12   100.0%" in out
+    assert "solo              12   100.0%" in out
+    assert "failed: 0" in out
+
+
+def test_split_counts_failures_and_exits_nonzero(capsys):
+    assert main(["split", f"http://127.0.0.1:{free_port()}", "-n", "3", "--timeout", "1"]) == 1
+    assert "failed: 3 (ConnectError x3)" in capsys.readouterr().out
+
+
+def test_split_rejects_bad_input(capsys):
+    assert main(["split", "not-a-url"]) == 2
+    assert main(["split", "http://127.0.0.1:1", "-n", "0"]) == 2
+
+
+def test_demo_runs_the_kind_example_end_to_end_and_cleans_up(traefik, capsys):
+    assert main(["demo", str(ROOT / "examples" / "kind")]) == 0
+    out = capsys.readouterr().out
+    lines = [line.split() for line in out.splitlines()]
+    assert ["chat", "180", "90.0%"] in lines
+    assert ["chat-canary", "20", "10.0%"] in lines
+    assert "failed: 0" in out
+    assert _children() == []  # every engine and Traefik was stopped
+
+
+def test_demo_rejects_a_missing_directory(capsys):
+    assert main(["demo", "/nonexistent/manifests"]) == 2

@@ -1,0 +1,59 @@
+"""Manifests -> placement -> endpoints -> routes, with the real API loader and scheduler."""
+from pathlib import Path
+
+from modelplane.api import load_manifest_text, load_manifests
+from modelplane.gateway.fleet import fleet_routes, placement_endpoints
+from modelplane.routing import Credential, endpoint_from_api, service_weights
+from modelplane.scheduler import place_fleet
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_kind_example_routes_90_10_across_two_regions():
+    fleet = load_manifests(ROOT / "examples" / "kind")
+    endpoints = placement_endpoints(fleet, place_fleet(fleet))
+    assert {ep.deployment for ep in endpoints} == {"chat", "chat-canary"}
+    assert len({ep.cluster for ep in endpoints}) == 2  # spread
+    (route,) = fleet_routes(fleet, endpoints)
+    assert (route.namespace, route.name) == ("ml-team", "chat")
+    assert sorted((b.entry, b.weight) for b in route.backends) == [("canary", 1), ("stable", 9)]
+
+
+EXTERNAL = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelEndpoint
+metadata: {name: together, namespace: ml-team, labels: {tier: saas}}
+spec:
+  origin: https://api.together.xyz
+  api: {schema: OpenAI, prefix: /openai/v1}
+  credentialRef: {name: together-key}
+---
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelEndpoint
+metadata: {name: legacy, namespace: ml-team, labels: {tier: saas}}
+spec:
+  url: https://api.example.com/
+  rewritePath: /
+---
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelService
+metadata: {name: chat, namespace: ml-team}
+spec:
+  endpoints:
+  - name: overflow
+    weight: 3
+    selector: {matchLabels: {tier: saas}}
+"""
+
+
+def test_hand_written_endpoints_both_forms():
+    fleet = load_manifest_text(EXTERNAL)
+    eps = {e.metadata.name: endpoint_from_api(e) for e in fleet.endpoints.values()}
+    new, old = eps["together"], eps["legacy"]
+    assert (new.url, new.api_prefix, new.credential) == (
+        "https://api.together.xyz", "/openai/v1", Credential("together-key", "apiKey"))
+    assert (old.url, old.api_prefix, old.credential) == ("https://api.example.com", "/v1", None)
+    assert new.external and new.cluster is None
+    svc = fleet.services[("ml-team", "chat")]
+    assert [(b.endpoint.name, b.weight) for b in service_weights(svc, eps.values())] == [
+        ("legacy", 2), ("together", 1)]  # weight 3 over 2: remainder to the first

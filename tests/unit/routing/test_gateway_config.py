@@ -1,0 +1,124 @@
+"""The Traefik dicts both hops are built from (pure; Traefik itself runs in tests/integration)."""
+import pytest
+import yaml
+
+from modelplane.gateway.config import (
+    ServiceRoute,
+    Tuning,
+    control_plane_config,
+    egress_config,
+    static_config,
+    tier_health_path,
+    workload_config,
+)
+from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights, replica_endpoint
+
+NS = "ml-team"
+KEY = "sk-test-not-a-real-key"
+
+
+def route(entries, endpoints, name="chat"):
+    return ServiceRoute(NS, name, tuple(compute_weights(entries, endpoints, namespace=NS)))
+
+
+def rep(name, dep, cluster, url="http://engine:8000"):
+    return replica_endpoint(NS, name, dep, cluster, 0, url=url)
+
+
+SAAS = Endpoint(NS, "together", {"tier": "saas"}, url="https://api.together.xyz", external=True,
+                credential=Credential("together-key"))
+ROUTE = route(
+    [RouteEntry("stable", 80, {"modelplane.ai/deployment": "a"}),
+     RouteEntry("canary", 10, {"modelplane.ai/deployment": "b"}),
+     RouteEntry("overflow", 10, {"tier": "saas"})],
+    [rep("a-0", "a", "east"), rep("a-1", "a", "west"), rep("b-0", "b", "west"), SAAS],
+)
+
+
+def test_control_plane_has_one_child_per_cluster_weighted_by_endpoint_sums():
+    http = control_plane_config([ROUTE], {"east": "http://gw-east", "west": "http://gw-west"},
+                                {SAAS.key: "http://127.0.0.1:9001"})["http"]
+    router = http["routers"]["cp-ml-team-chat"]
+    assert router["rule"] == "PathPrefix(`/ml-team/chat/`)"
+    assert router["middlewares"] == ["retry"]
+    weighted = http["services"][router["service"]]["weighted"]
+    assert weighted["healthCheck"] == {}
+    # 80 over 2 endpoints (40, 40), 10, 10 -> /10 -> 4, 4, 1, 1
+    assert {c["name"]: c["weight"] for c in weighted["services"]} == {
+        "cp-ml-team-chat-p0-c-east": 4, "cp-ml-team-chat-p0-c-west": 5,
+        "cp-ml-team-chat-p0-x-ml-team-together": 1}
+    west = http["services"]["cp-ml-team-chat-p0-c-west"]["loadBalancer"]
+    assert west["servers"] == [{"url": "http://gw-west"}]
+    assert west["healthCheck"]["path"] == "/ml-team/chat/health/p0"
+    assert http["middlewares"]["retry"]["retry"]["status"] == ["502-504"]
+
+
+def test_control_plane_config_never_contains_the_key():
+    cp = control_plane_config([ROUTE], {"east": "e", "west": "w"}, {SAAS.key: "http://127.0.0.1:9001"})
+    assert KEY not in yaml.safe_dump(cp)
+
+
+def test_egress_rewrites_to_the_provider_prefix_and_sets_the_key_header():
+    http = egress_config([ROUTE], lambda ns, cred: KEY if (ns, cred.secret_name) == (NS, "together-key") else "")["http"]
+    r = http["routers"]["egress-ml-team-together"]
+    assert r["entryPoints"] == ["egress-ml-team-together"]
+    path, auth = (http["middlewares"][m] for m in r["middlewares"][:2])
+    assert path["replacePathRegex"]["replacement"] == "/v1$1"
+    assert auth == {"headers": {"customRequestHeaders": {"Authorization": f"Bearer {KEY}"}}}
+    lb = http["services"]["egress-ml-team-together"]["loadBalancer"]
+    assert lb == {"servers": [{"url": "https://api.together.xyz"}], "passHostHeader": False}
+
+
+def test_egress_without_a_resolver_refuses_rather_than_sending_no_key():
+    with pytest.raises(ValueError, match="credential"):
+        egress_config([ROUTE])
+
+
+def test_anthropic_endpoints_get_x_api_key():
+    ep = Endpoint(NS, "claude", {"tier": "saas"}, url="https://api.anthropic.com", external=True,
+                  credential=Credential("k"), api_schema="Anthropic")
+    http = egress_config([route([RouteEntry("o", 1, {"tier": "saas"})], [ep])], lambda ns, c: KEY)["http"]
+    assert http["middlewares"]["egress-ml-team-claude-auth"]["headers"]["customRequestHeaders"] == {"x-api-key": KEY}
+
+
+def test_workload_routes_local_replicas_with_their_weights_and_strips_the_prefix():
+    http = workload_config("west", [ROUTE], Tuning(health_interval="1s"))["http"]
+    router = http["routers"]["wl-ml-team-chat"]
+    assert router["middlewares"] == ["wl-ml-team-chat-strip", "retry"]
+    assert http["middlewares"]["wl-ml-team-chat-strip"] == {"stripPrefix": {"prefixes": ["/ml-team/chat"]}}
+    children = http["services"][router["service"]]["weighted"]["services"]
+    assert {c["name"]: c["weight"] for c in children} == {"replica-ml-team-a-1": 4, "replica-ml-team-b-0": 1}
+    assert "replica-ml-team-a-0" not in http["services"]  # lives in east
+    lb = http["services"]["replica-ml-team-b-0"]["loadBalancer"]
+    assert lb["healthCheck"] == {"path": "/health", "interval": "1s", "timeout": "300ms"}
+    # health probes use their own weighted service, so they never shift the user split
+    probe = http["routers"]["wl-ml-team-chat-p0-health"]
+    assert probe["rule"] == f"Path(`{tier_health_path(ROUTE, 0)}`)"
+    assert probe["service"] != router["service"]
+    assert probe["priority"] > router["priority"]
+
+
+def test_tiers_become_a_failover_chain_lowest_priority_first():
+    r = route([RouteEntry("p", 1, {"modelplane.ai/deployment": "a"}, 0),
+               RouteEntry("b1", 1, {"modelplane.ai/deployment": "b"}, 1),
+               RouteEntry("b2", 1, {"modelplane.ai/deployment": "c"}, 2)],
+              [rep("a-0", "a", "east"), rep("b-0", "b", "east"), rep("c-0", "c", "west")])
+    http = control_plane_config([r], {"east": "e", "west": "w"})["http"]
+    top = http["services"][http["routers"]["cp-ml-team-chat"]["service"]]["failover"]
+    assert top["service"] == "cp-ml-team-chat-p0"
+    assert http["services"][top["fallback"]]["failover"] == {
+        "service": "cp-ml-team-chat-p1", "fallback": "cp-ml-team-chat-p2", "healthCheck": {}}
+
+
+def test_service_with_no_ready_endpoint_gets_no_route():
+    r = route([RouteEntry("a", 1, {"modelplane.ai/deployment": "a"})], [])
+    assert "routers" not in control_plane_config([r], {})["http"]
+
+
+def test_static_config_watches_a_directory_and_keeps_the_api_off():
+    cfg = static_config("127.0.0.1:8000", "/etc/traefik/dynamic", {"egress-x": "127.0.0.1:9001"},
+                        api_address="127.0.0.1:8080")
+    assert cfg["providers"]["file"] == {"directory": "/etc/traefik/dynamic", "watch": True}
+    assert cfg["entryPoints"]["egress-x"] == {"address": "127.0.0.1:9001"}
+    assert "api" not in cfg and "accessLog" not in cfg
+    assert cfg["log"] == {"level": "ERROR"}
