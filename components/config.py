@@ -14,9 +14,9 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
     config = config or pulumi.Config()
     manifests = config.require("manifests")
     fleet = load_manifests(os.path.join(project_dir, manifests))
+    # Kept as written: providers run in the project directory, and a relative path keeps
+    # the provider config (and so the state) the same in every checkout.
     render_dir = config.get("renderDir") or None
-    if render_dir:
-        render_dir = os.path.join(project_dir, render_dir)
     cp = config.get_object("controlPlane") or {}
     clusters = config.get_object("clusters") or {}
     # Which clusters have a kubeconfig decides which provider gets one, so the names are

@@ -38,7 +38,7 @@ def test_render_stack_registers_one_rendering_provider_per_cluster(render):
     providers = {r.name: r.inputs for r in render.of_type("pulumi:providers:kubernetes")}
     assert set(providers) == {"eu-west-k8s", "us-east-k8s", "control-k8s"}
     for name, inputs in providers.items():
-        assert inputs["renderYamlToDirectory"] == os.path.join(ROOT_DIR, "render-out", name[:-4])
+        assert inputs["renderYamlToDirectory"] == os.path.join("render-out", name[:-4])
         assert "kubeconfig" not in inputs
     assert not render.of_type("command:local:Command")  # nothing provisioned
     assert not render.of_type("kubernetes:helm.sh/v4:Chart")  # offline: no chart fetched
