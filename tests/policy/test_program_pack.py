@@ -66,3 +66,16 @@ def test_our_stacks_pass_our_pack(stack, config):
              for policy, level, message in analyzer.analyze(typ, name, props)]
     assert [f for f in found if f[2] == "mandatory"] == []
     assert analyzer.analyze_stack(regs) == []
+
+
+def test_a_shortfall_the_program_only_warns_about_fails_the_pack(tmp_path):
+    from tests.pulumi.fleets import fleet_text
+
+    (tmp_path / "fleet.yaml").write_text(fleet_text({"eu-west": 1, "us-east": 1}, {"chat": 2}, copies=2))
+    regs = registrations("render", {"manifests": str(tmp_path)})
+    analyzer = Analyzer()
+    found = [(policy, level, message.splitlines()[1])
+             for typ, name, props in regs if typ == PLACEMENT
+             for policy, level, message in analyzer.analyze(typ, name, props)]
+    assert [(p, lvl) for p, lvl, _ in found] == [("replicas-fully-scheduled", "mandatory")]
+    assert " spec.replicas: 0 of 2 replicas placed (ReplicasScheduled=False, InsufficientCapacity: " in found[0][2]
