@@ -11,6 +11,7 @@ program, applied through the file provider's watch, not a restart.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import replace
@@ -58,28 +59,23 @@ class LocalFleet:
 
     # -- engines ----------------------------------------------------------------
     def start_engine(self, name: str, deployment: str | None = None, extra: Sequence[str] = (),
-                     env: Mapping[str, str] | None = None) -> Engine:
-        import os
-
+                     env: Mapping[str, str] | None = None, wait: bool = True) -> Engine:
         full_env = dict(os.environ, **(env or {}))
         eng = Engine(name, self.work_dir, deployment, list(extra), full_env)
         self._procs.append(eng)
         self.engines[name] = eng
-        eng.wait_ready()
+        if wait:
+            eng.wait_ready()
         return eng
 
     def start_engines(self, endpoints: Sequence[Endpoint],
                       faults: Mapping[str, Sequence[str]] | None = None) -> list[Endpoint]:
         """Start an engine for every replica endpoint; return them with their URLs set."""
-        out = []
-        for ep in endpoints:
-            if ep.external:
-                out.append(ep)
-                continue
-            eng = self.engines.get(ep.name) or self.start_engine(
-                ep.name, ep.deployment, (faults or {}).get(ep.name, ()))
-            out.append(replace(ep, url=eng.url))
-        return out
+        fresh = [self.start_engine(ep.name, ep.deployment, (faults or {}).get(ep.name, ()), wait=False)
+                 for ep in endpoints if not ep.external and ep.name not in self.engines]
+        for eng in fresh:  # started together, waited for together
+            eng.wait_ready()
+        return [ep if ep.external else replace(ep, url=self.engines[ep.name].url) for ep in endpoints]
 
     # -- gateways ---------------------------------------------------------------
     def _secret(self, namespace: str, cred: Credential) -> str:
@@ -103,13 +99,16 @@ class LocalFleet:
         self.control.wait_ready()
         return self.control
 
-    def _ensure_workload(self, cluster: str) -> Traefik:
-        if cluster not in self.workload:
-            gw = Traefik(f"gateway-{cluster}", self.work_dir)
-            self._procs.append(gw)
+    def _ensure_workloads(self, clusters: Sequence[str]) -> None:
+        fresh = []
+        for c in clusters:
+            if c not in self.workload:
+                gw = Traefik(f"gateway-{c}", self.work_dir)
+                self._procs.append(gw)
+                self.workload[c] = gw
+                fresh.append(gw)
+        for gw in fresh:
             gw.wait_ready()
-            self.workload[cluster] = gw
-        return self.workload[cluster]
 
     def route(self, services: Mapping[tuple[str, str], Sequence[RouteEntry]],
               endpoints: Sequence[Endpoint]) -> list[ServiceRoute]:
@@ -123,8 +122,9 @@ class LocalFleet:
         """(Re)configure every gateway for these routes; starts missing gateways."""
         routes = list(routes)
         clusters = sorted({ep.cluster for ep in endpoints if ep.cluster} | set(self.workload))
+        self._ensure_workloads(clusters)
         for c in clusters:
-            self._ensure_workload(c).apply(workload_config(c, routes, self.tuning))
+            self.workload[c].apply(workload_config(c, routes, self.tuning))
         externals = external_endpoints(routes)
         control = self._ensure_control(externals)
         egress_urls = {ep.key: f"http://127.0.0.1:{self._egress_ports[egress_entrypoint(ep)]}"
