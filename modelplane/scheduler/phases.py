@@ -24,6 +24,28 @@ class Context:
     matcher: Matcher
     accounting: str
     _candidates: dict[tuple, list[ClusterView]] = field(default_factory=dict)
+    _options: dict[tuple, list[EngineOptions]] = field(default_factory=dict)
+    _open: dict[tuple, list[str]] = field(default_factory=dict)
+
+    def open_clusters(self, shape: DeploymentShape) -> list[str]:
+        """Candidates that take new replicas of this deployment (no untolerated
+        NoSchedule/NoExecute taint), by name."""
+        key = (shape.selector, shape.cache_selector, shape.tolerations)
+        hit = self._open.get(key)
+        if hit is None:
+            hit = self._open[key] = [c.name for c in self.candidates(shape)
+                                     if repelling_taint(c.taints, shape.tolerations) is None]
+        return hit
+
+    def options(self, shape: DeploymentShape, cluster: ClusterView) -> list[EngineOptions]:
+        """Capacity-free placement options of a deployment's engines on a cluster,
+        shared by every cluster with the same pool signature."""
+        key = (id(shape), cluster.signature)
+        hit = self._options.get(key)
+        if hit is None:
+            hit = self._options[key] = [engine_options(self.matcher, e, cluster)
+                                        for e in shape.engines]
+        return hit
 
     def candidates(self, shape: DeploymentShape) -> list[ClusterView]:
         """Clusters both the deployment's and its cache's selectors match (a true
@@ -131,18 +153,16 @@ def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
     used: dict[str, set[int]] = {}
     for r in st.retained:
         used.setdefault(r.cluster, set()).add(r.index)
-    heap = [(load[c.name], c.name) for c in candidates
-            if repelling_taint(c.taints, shape.tolerations) is None]
-    heapq.heapify(heap)
+    if load:
+        heap = [(load[name], name) for name in ctx.open_clusters(shape)]
+        heapq.heapify(heap)
+    else:
+        # names are sorted and every load is 0: already a heap
+        heap = [(0, name) for name in ctx.open_clusters(shape)]
     rejected: dict[str, str] = {}
-    options: dict[str, list[EngineOptions]] = {}
     while missing and heap:
         n, name = heap[0]
-        opts = options.get(name)
-        if opts is None:
-            opts = options[name] = [engine_options(ctx.matcher, e, ctx.clusters[name])
-                                    for e in shape.engines]
-        engines, why = place_replica(opts, name, ledger)
+        engines, why = place_replica(ctx.options(shape, ctx.clusters[name]), name, ledger)
         if engines is None:
             # Capacity only shrinks during a pass, so a cluster that can't take this
             # replica can't take any later one of the same deployment either.

@@ -84,7 +84,7 @@ def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) 
     return opts
 
 
-def _span(opts: EngineOptions, cluster: str, trial: Trial,
+def _span(opts: EngineOptions, cluster: str, trial: "Trial | Ledger",
           group: list[PoolView]) -> tuple[tuple[str, ...] | None, tuple[int, str] | None]:
     """Each member independently on the first pool of the fabric group that matches it
     and has room. Returns (member pools, None) or (None, smallest shortage seen)."""
@@ -115,7 +115,7 @@ def _engine_pool(opts: EngineOptions, member_pools: tuple[str, ...]) -> str:
     return member_pools[0]
 
 
-def place_engine(opts: EngineOptions, cluster: str, trial: Trial, unit: str
+def place_engine(opts: EngineOptions, cluster: str, trial: "Trial | Ledger", unit: str
                  ) -> tuple[EnginePlacement | None, str | None]:
     if opts.error:
         return None, opts.error
@@ -143,6 +143,10 @@ def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger
     """All engines of one replica on one cluster, or nothing: engines share one trial so
     they never double-book a pool, and a failure discards the trial."""
     unit = "nodes" if ledger.accounting == "Node" else "devices"
+    if len(options) == 1:
+        # One engine: each pool attempt is atomic already, no trial copy needed.
+        placed, reason = place_engine(options[0], cluster, ledger, unit)  # type: ignore[arg-type]
+        return ({options[0].engine.name: placed} if placed else None), reason
     trial = Trial(ledger)
     engines = {}
     for opts in options:

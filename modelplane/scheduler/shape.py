@@ -209,6 +209,10 @@ class ClusterView:
     taints: tuple[Taint, ...]
     pools: tuple[PoolView, ...]          # published order = spec.nodePools order
 
+    # What pool matching depends on (names, classes, fabric domains; not sizes):
+    # clusters built from one template share it, and so share matching work.
+    signature: tuple[tuple[str, str, str | None], ...] = ()
+
     def pool(self, name: str) -> PoolView | None:
         return next((p for p in self.pools if p.name == name), None)
 
@@ -265,5 +269,6 @@ def compile_clusters(fleet: Any, observed: Mapping[str, Mapping[str, int]] | Non
                        for t in _get(ic, "spec", "taints", default=[]))
         labels = {str(k): "" if v is None else str(v)
                   for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
-        clusters[name] = ClusterView(name, labels, taints, tuple(pools))
+        clusters[name] = ClusterView(name, labels, taints, tuple(pools),
+                                     tuple((p.name, p.cls.name, p.domain) for p in pools))
     return clusters
