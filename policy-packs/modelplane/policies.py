@@ -26,6 +26,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 try:
     import modelplane  # noqa: F401
@@ -99,9 +100,13 @@ SECRETS_MARKED = install_secret_marking()
 
 # --- reading the placement resource -------------------------------------------------------------
 
-def plain(value: Any) -> Any:
-    """The analyzer's proxies as dicts and lists. Reading an unknown value raises the SDK's
-    UnknownValueError, which it reports as "can't run policy during preview".
+_RAISE = object()
+
+
+def plain(value: Any, unknown: Any = _RAISE) -> Any:
+    """The analyzer's proxies as dicts and lists. By default reading an unknown value raises
+    the SDK's UnknownValueError, which it reports as "can't run policy during preview";
+    with `unknown` given, unknown values become that instead.
 
     Numbers cross the analyzer as protobuf doubles, so whole numbers come back as ints
     (the placement JSON's indexes and counts must be ints)."""
@@ -110,10 +115,33 @@ def plain(value: Any) -> Any:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, Mapping):
-        return {k: plain(value[k]) for k in value}
+        return {k: _item(value, k, unknown) for k in value}
     if isinstance(value, Sequence):
-        return [plain(value[i]) for i in range(len(value))]
+        return [_item(value, i, unknown) for i in range(len(value))]
     return value
+
+
+def _item(container: Any, key: Any, unknown: Any) -> Any:
+    try:
+        return plain(container[key], unknown)
+    except UnknownValueError:
+        if unknown is _RAISE:
+            raise
+        return unknown
+
+
+def placement_props(args: ResourceValidationArgs) -> dict:
+    """The placement resource's inputs. An unknown `placement` (the provider's check() could
+    not compute it yet) is dropped and the pack places the fleet itself, so the fleet
+    policies still run; an unknown fleet still makes them report "can't run"."""
+    props = {}
+    for key in args.props:
+        try:
+            props[key] = plain(args.props[key])
+        except UnknownValueError:
+            if key != "placement":
+                raise
+    return props
 
 
 @functools.lru_cache(maxsize=8)
@@ -128,7 +156,7 @@ def _fleet_inputs(name: str, encoded: str) -> tuple[Any, Any, Any]:
 
 
 def context(args: ResourceValidationArgs, policy: str) -> CheckContext:
-    props = plain(args.props)
+    props = placement_props(args)
     try:
         fleet, placement, observed = _fleet_inputs(args.name, json.dumps(props, sort_keys=True))
     except ValueError as exc:  # ManifestError, PlacementFormatError
@@ -166,7 +194,8 @@ def _secrets_policy() -> ResourceValidationPolicy:
             findings = check.run(context(args, "secrets"))
         else:
             findings = resource_findings(
-                ProgramResource(args.resource_type, args.name, plain(args.props), SECRETS_MARKED))
+                # An unknown value can't be judged at preview; the rest of the resource can.
+                ProgramResource(args.resource_type, args.name, plain(args.props, None), SECRETS_MARKED))
         for finding in findings:
             report_violation(message(finding), None)
 

@@ -148,3 +148,23 @@ def test_inputs_that_do_not_load_make_the_fleet_policies_not_applicable():
     reasons = {n.policy_name: n.reason for n in response.not_applicable}
     assert set(reasons) == set(EXPECTED_LEVELS) - {"modelplane-fleet-present"}
     assert reasons["fabric"].startswith("the placement inputs do not load: 1 invalid manifest field(s)")
+
+
+UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+def test_unknown_placement_at_preview_is_recomputed_so_mandatory_policies_still_run():
+    props = placement_props(base(**{"class": h100_class("80Gi")}))
+    props["placement"] = UNKNOWN_STRING
+    assert Analyzer().analyze(PLACEMENT, "placement", props) == [
+        ("usable-gpu-memory", "mandatory", NOMINAL_CLASS)]
+
+
+def test_secrets_skip_unknown_values_and_still_judge_the_rest():
+    pod = {"spec": {"template": {"spec": {"containers": [
+        {"name": "engine", "image": UNKNOWN_STRING,
+         "env": [{"name": "HF_TOKEN", "value": UNKNOWN_STRING},
+                 {"name": "OPENAI_API_KEY", "value": "sk-live-123"}]}]}}}}
+    got = Analyzer().analyze("kubernetes:apps/v1:Deployment", "llama", pod)
+    assert [m.splitlines()[1].split(":")[0:3] for _, _, m in got] == [
+        ["kubernetes", "apps/v1", "Deployment 'llama' spec.template.spec.containers[0].env[1].value"]]
