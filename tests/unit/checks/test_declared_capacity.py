@@ -38,3 +38,13 @@ def test_autoscaled_pool_is_checked_against_its_range():
         "outside that range. " + TAIL + ". Fix: set maxNodeCount: 6, or bring the pool back within "
         "maxNodeCount 4."
     ]
+
+
+def test_autoscaled_pool_below_its_minimum_is_advisory():
+    scaled = existing_cluster().replace("nodeCount: 2", "nodeCount: 2\n    minNodeCount: 2\n    maxNodeCount: 4")
+    assert messages(base(cluster=scaled), POLICY, observed={"byo": {"h100": 1}}) == [
+        "[advisory] declared-capacity: InferenceCluster/byo (fleet.yaml#1) spec.nodePools[0].minNodeCount: "
+        "pool 'h100' autoscales 2..4 but the cluster reports 1 node(s) labelled modelplane.ai/pool=h100, "
+        "outside that range. " + TAIL + ". Fix: set minNodeCount: 1, or bring the pool back within "
+        "minNodeCount 2."
+    ]
