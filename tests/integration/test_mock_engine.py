@@ -1,0 +1,75 @@
+"""The mock engine as a real process: OpenAI/Anthropic shapes, health, fault flags, key."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from modelplane.gateway.process import Engine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def engines(tmp_path):
+    started = []
+
+    def start(name, *extra, env=None):
+        e = Engine(name, tmp_path, deployment="dep", extra=list(extra), env=env)
+        started.append(e)
+        e.wait_ready()
+        return e
+
+    yield start
+    for e in started:
+        e.stop()
+
+
+def test_every_endpoint_names_the_replica(engines):
+    e = engines("r-1")
+    with httpx.Client(base_url=e.url) as c:
+        chat = c.post("/v1/chat/completions", json={"model": "m", "messages": []}).json()
+        assert chat["choices"][0]["message"]["content"] == "served by r-1" and chat["model"] == "m"
+        assert c.post("/v1/completions", json={"prompt": "x"}).json()["choices"][0]["text"] == "served by r-1"
+        msg = c.post("/v1/messages", json={"model": "m"}).json()
+        assert msg["type"] == "message" and msg["content"][0]["text"] == "served by r-1"
+        assert c.get("/v1/models").json()["data"][0]["id"] == "dep"
+        assert c.get("/health").status_code == 200
+        assert c.post("/v1/embeddings", json={}).status_code == 404
+
+
+def test_fail_health_after_n_keeps_serving(engines):
+    e = engines("r-2", "--fail-health-after", "2")
+    with httpx.Client(base_url=e.url) as c:
+        for _ in range(2):
+            assert c.get("/health").status_code == 200
+            assert c.post("/v1/chat/completions", json={}).status_code == 200
+        assert c.get("/health").status_code == 503
+        assert c.post("/v1/chat/completions", json={}).status_code == 200
+
+
+def test_exit_after_n_answers_then_exits(engines):
+    e = engines("r-3", "--exit-after", "1")
+    assert httpx.post(f"{e.url}/v1/chat/completions", json={}).status_code == 200
+    deadline = time.monotonic() + 5
+    while e.alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not e.alive()
+
+
+def test_api_key_from_the_environment(engines):
+    e = engines("saas", "--api-key-env", "K", env={"K": "s3cret", "PATH": "/usr/bin:/bin"})
+    assert httpx.post(f"{e.url}/v1/chat/completions", json={}).status_code == 401
+    ok = httpx.post(f"{e.url}/v1/chat/completions", json={}, headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+    assert httpx.get(f"{e.url}/v1/models", headers={"x-api-key": "s3cret"}).status_code == 200
+    assert httpx.get(f"{e.url}/health").status_code == 200  # probes need no key
+
+
+def test_runs_as_a_plain_script_with_the_stdlib_only():
+    """The Kind stack mounts the file into a plain python image and runs it by path."""
+    out = subprocess.run([sys.executable, "-I", str(ROOT / "modelplane" / "mock_engine.py"), "--help"],
+                         capture_output=True, text=True, timeout=10)
+    assert out.returncode == 0 and "--fail-health-after" in out.stdout
