@@ -52,10 +52,12 @@ class Matcher:
 
             selector_cache = SelectorCache()
         self._cel = selector_cache
-        self._memo: dict[tuple[int, str], MemberMatch | NoMatch] = {}
+        # Keyed by the member object itself (identity hash), not id(): the key keeps the
+        # member alive, so a recycled id can never serve another member's answer.
+        self._memo: dict[tuple[MemberShape, str], MemberMatch | NoMatch] = {}
 
     def match(self, member: MemberShape, cls: ClassView) -> MemberMatch | NoMatch:
-        key = (id(member), cls.name)
+        key = (member, cls.name)
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = self._match(member, cls)

@@ -40,7 +40,7 @@ class Context:
     def options(self, shape: DeploymentShape, cluster: ClusterView) -> list[EngineOptions]:
         """Capacity-free placement options of a deployment's engines on a cluster,
         shared by every cluster with the same pool signature."""
-        key = (id(shape), cluster.signature)
+        key = (shape, cluster.signature)
         hit = self._options.get(key)
         if hit is None:
             hit = self._options[key] = [engine_options(self.matcher, e, cluster)
