@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.pulumi.fleets import fleet_text
-from tests.pulumi.harness import ROOT_DIR, resolve, run_program
+from tests.pulumi.harness import resolve, run_program
 
 K8S_TYPES = ("kubernetes:", "modelplane:index:ServingStack", "modelplane:index:WorkloadGateway",
              "modelplane:index:ControlPlaneGateway")
