@@ -15,9 +15,13 @@ def test_local_default_fleet_passes_every_mandatory_check():
 
 
 def test_silent_failures_example_fails_loudly():
-    findings = run_checks(load_manifests(EXAMPLES / "silent-failures"))
-    assert sorted({f.policy for f in findings}) == [
-        "cache-revision-match", "fabric", "kind-node-image", "pool-label-on-existing-clusters",
-        "prefill-decode-needs-nixl", "replicas-fully-scheduled", "secrets", "usable-gpu-memory",
+    import json
+
+    observed = json.loads((EXAMPLES / "silent-failures" / "observed.json").read_text())
+    findings = run_checks(load_manifests(EXAMPLES / "silent-failures"), observed=observed)
+    assert sorted({(f.policy, f.level) for f in findings}) == [
+        ("cache-revision-match", "mandatory"), ("declared-capacity", "advisory"),
+        ("fabric", "mandatory"), ("fabric-multi-node-tcp", "advisory"), ("kind-node-image", "mandatory"),
+        ("pool-label-on-existing-clusters", "mandatory"), ("prefill-decode-needs-nixl", "mandatory"),
+        ("replicas-fully-scheduled", "mandatory"), ("secrets", "mandatory"), ("usable-gpu-memory", "mandatory"),
     ]
-    assert all(f.level == MANDATORY for f in findings)
