@@ -116,8 +116,22 @@ def _report(placement: dict) -> dict:
     return placement
 
 
+def _warn_rendered_secrets(args: FleetArgs) -> None:
+    """The Kubernetes provider writes Secrets in plain text when rendering to a directory."""
+    fleet = args.fleet
+    names = [f"the HF token of ModelCache {ns}/{n}" for (ns, n), c in sorted(fleet.caches.items())
+             if c.spec.hugging_face.auth_secret is not None and args.hf_token is not None]
+    names += [f"the API key of ModelEndpoint {ns}/{n}" for (ns, n), e in sorted(fleet.endpoints.items())
+              if e.spec.api_key_secret is not None]
+    if args.render_dir and names:
+        pulumi.log.warn(f"renderDir: {', '.join(names)} will be written in plain text under {args.render_dir} "
+                        "(Pulumi state keeps them encrypted). Keep that directory out of git, or deliver those "
+                        "Secrets with a secret store instead.")
+
+
 def deploy_fleet(args: FleetArgs) -> FleetResources:
     fleet = args.fleet
+    _warn_rendered_secrets(args)
     placement = FleetPlacement("fleet-placement", fleet.to_documents(), args.accounting, args.observed)
     res = FleetResources(placement=placement)
     placed = placement.placement.apply(lambda p: _report(normalize_numbers(p)))

@@ -193,6 +193,11 @@ def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secre
     assert "sk-test-123" not in json.dumps(resolve(run.outputs["services"]))
 
 
+def test_render_mode_warns_that_secrets_land_in_plain_text():
+    run = run_program("render", config={"manifests": "examples/byo", **BYO_KEYS})
+    assert any("plain text" in w and "ml-team/together" in w for w in run.warnings())
+
+
 def test_dynamo_example_installs_grove_kai_and_modelexpress():
     run = run_program("kind", config={"manifests": "examples/dynamo"})
     charts = {r.name for r in run.of_type("kubernetes:helm.sh/v4:Chart")}
