@@ -65,11 +65,15 @@ class DevicePool:
     def copy(self) -> "DevicePool":
         return DevicePool(dict(self.groups), self.overdraft)
 
-    def _place(self, groups: dict[tuple[int, ...], int], per_pod: tuple[int, ...]) -> bool:
+    @staticmethod
+    def _place(groups: dict[tuple[int, ...], int], per_pod: tuple[int, ...]) -> bool:
         best = None
         best_key = None
         for vec in groups:
-            if all(f >= u for f, u in zip(vec, per_pod)):
+            for f, u in zip(vec, per_pod):
+                if f < u:
+                    break
+            else:
                 # best-fit: the node with the fewest free devices that still fits keeps
                 # emptier nodes whole for larger pods
                 key = (sum(vec), vec)
@@ -95,9 +99,11 @@ class DevicePool:
         groups = dict(self.groups)
         short = 0
         for pods, per_pod in usages:
-            for _ in range(pods):
+            for placed in range(pods):
                 if self.overdraft or not self._place(groups, per_pod):
-                    short += sum(per_pod)
+                    # nothing changed, so the rest of these identical pods fail too
+                    short += (pods - placed) * sum(per_pod)
+                    break
         if short:
             return short
         self.groups = groups

@@ -26,6 +26,21 @@ class Context:
     _candidates: dict[tuple, list[ClusterView]] = field(default_factory=dict)
     _options: dict[tuple, list[EngineOptions]] = field(default_factory=dict)
     _open: dict[tuple, list[str]] = field(default_factory=dict)
+    _filtered: dict[tuple, dict[str, str]] = field(default_factory=dict)
+
+    def filter_reasons(self, shape: DeploymentShape) -> dict[str, str]:
+        """Why each cluster is filtered out before any pool is looked at (selector,
+        then taint); clusters that pass are absent."""
+        key = (shape.selector, shape.cache_selector, shape.tolerations)
+        hit = self._filtered.get(key)
+        if hit is None:
+            hit = {}
+            for name, cluster in self.clusters.items():
+                why = filter_reason(shape, cluster)
+                if why:
+                    hit[name] = why
+            self._filtered[key] = hit
+        return hit
 
     def open_clusters(self, shape: DeploymentShape) -> list[str]:
         """Candidates that take new replicas of this deployment (no untolerated
@@ -184,7 +199,5 @@ def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
 
 
 def _reasons(ctx: Context, shape: DeploymentShape, rejected: Mapping[str, str]) -> dict[str, str]:
-    reasons = {}
-    for name, cluster in ctx.clusters.items():
-        reasons[name] = filter_reason(shape, cluster) or rejected.get(name, "rejected")
-    return reasons
+    filtered = ctx.filter_reasons(shape)
+    return {name: filtered.get(name) or rejected.get(name, "rejected") for name in ctx.clusters}
