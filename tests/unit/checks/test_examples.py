@@ -3,14 +3,18 @@ silent-failures scenario trips every mandatory manifest policy."""
 
 from pathlib import Path
 
+import pytest
+
 from modelplane.api import load_manifests
 from modelplane.checks import MANDATORY, run_checks
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-def test_local_default_fleet_passes_every_mandatory_check():
-    findings = run_checks(load_manifests(EXAMPLES / "kind"))
+@pytest.mark.parametrize("example", sorted(
+    p.name for p in EXAMPLES.iterdir() if p.is_dir() and p.name != "silent-failures"))
+def test_shipped_examples_pass_every_mandatory_check(example):
+    findings = run_checks(load_manifests(EXAMPLES / example))
     assert [str(f) for f in findings if f.level == MANDATORY] == []
 
 
