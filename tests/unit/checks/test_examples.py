@@ -11,9 +11,13 @@ from modelplane.checks import MANDATORY, run_checks
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
 
-@pytest.mark.parametrize("example", sorted(
-    p.name for p in EXAMPLES.iterdir() if p.is_dir() and p.name != "silent-failures"))
-def test_shipped_examples_pass_every_mandatory_check(example):
+# The deployable examples (the stacks' manifests and the routing demos). The scheduler-*
+# examples show shortfalls and drains on purpose, so they are not expected to pass.
+DEPLOYABLE = ["aws", "byo", "canary", "dynamo", "gcp", "kind"]
+
+
+@pytest.mark.parametrize("example", [e for e in DEPLOYABLE if (EXAMPLES / e).is_dir()])
+def test_deployable_examples_pass_every_mandatory_check(example):
     findings = run_checks(load_manifests(EXAMPLES / example))
     assert [str(f) for f in findings if f.level == MANDATORY] == []
 
