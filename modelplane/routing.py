@@ -166,6 +166,20 @@ def route_entries(service: Any) -> list[RouteEntry]:
     return out
 
 
+def _secret_ref(spec: Any) -> Any:
+    """The API key's Secret reference in any of the shapes the API accepts:
+    `credential.apiKey.secretRef`, `credentialRef`, or an object already reduced to it."""
+    ref = getattr(spec, "api_key_secret", None)
+    if ref is not None:
+        return ref
+    for attr in ("credential_ref", "credential"):
+        c = getattr(spec, attr, None)
+        nested = getattr(getattr(c, "api_key", None), "secret_ref", None)
+        if nested is not None or getattr(c, "name", None):
+            return nested or c
+    return None
+
+
 def endpoint_from_api(obj: Any, ready: bool = True) -> Endpoint:
     """Endpoint from a hand-written ModelEndpoint (v0.3.1 url/rewritePath or newer origin/api)."""
     md, spec = obj.metadata, obj.spec
@@ -182,7 +196,7 @@ def endpoint_from_api(obj: Any, ready: bool = True) -> Endpoint:
         prefix = (getattr(spec, "rewrite_path", None) or "/").rstrip("/") + "/v1"
         parts = urlsplit(spec.url)
         url = f"{parts.scheme}://{parts.netloc}"
-    secret = getattr(spec, "api_key_secret", None)
+    secret = _secret_ref(spec)
     cred = Credential(secret.name, getattr(secret, "key", None) or "apiKey") if secret else None
     return Endpoint(
         namespace=md.namespace or "default",

@@ -57,3 +57,16 @@ def test_hand_written_endpoints_both_forms():
     svc = fleet.services[("ml-team", "chat")]
     assert [(b.endpoint.name, b.weight) for b in service_weights(svc, eps.values())] == [
         ("legacy", 2), ("together", 1)]  # weight 3 over 2: remainder to the first
+
+
+def test_credential_shapes_all_resolve_to_the_secret_reference():
+    from types import SimpleNamespace as NS
+
+    ref = NS(name="k", key="token")
+    meta = NS(namespace="ml", name="p", labels={})
+    for spec in (
+        NS(origin="https://x.example", api=None, credential=NS(api_key=NS(secret_ref=ref))),
+        NS(origin="https://x.example", api=None, credential_ref=ref),
+        NS(origin="https://x.example", api=None, credential=ref, credential_ref=ref),  # pre-reduced
+    ):
+        assert endpoint_from_api(NS(metadata=meta, spec=spec)).credential == Credential("k", "token")
