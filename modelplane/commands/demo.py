@@ -91,12 +91,19 @@ def run(args) -> int:
                     continue
                 res = run_split(local.service_url(r.namespace, r.name), args.n)
                 failed += res.failed
-                print(format_result(res), flush=True)
+                print(format_result(res, _idle(r, endpoints)), flush=True)
     except (ProcessError, OSError) as e:
         print(f"demo: {e}", file=sys.stderr)
         return 1
     print("stopped every engine and gateway the demo started")
     return 1 if failed else 0
+
+
+def _idle(route, endpoints) -> dict[str, str]:
+    """Every replica of the deployments this service routes to, routed or not."""
+    deps = {b.endpoint.deployment for b in route.backends if not b.endpoint.external}
+    return {ep.name: ep.deployment for ep in endpoints
+            if not ep.external and ep.namespace == route.namespace and ep.deployment in deps}
 
 
 def _stand_in(local, ep):

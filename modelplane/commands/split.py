@@ -93,11 +93,17 @@ def _table(title: str, counts: Counter, total: int) -> list[str]:
     return lines
 
 
-def format_result(res: SplitResult) -> str:
+def format_result(res: SplitResult, idle: dict[str, str] | None = None) -> str:
+    """`idle` (replica -> deployment) lists replicas to show even with 0 requests, so a
+    drained replica reads as 60/0 rather than disappearing from the table."""
     total = len(res.sequence)
+    replicas, deployments = res.by_replica, res.by_deployment
+    for rep, dep in (idle or {}).items():
+        replicas.setdefault(rep, 0)
+        deployments.setdefault(dep, 0)
     lines = [f"{res.url}: {total} requests in {res.seconds:.2f}s"]
-    lines += _table("replica", res.by_replica, total)
-    lines += _table("deployment", res.by_deployment, total)
+    lines += _table("replica", replicas, total)
+    lines += _table("deployment", deployments, total)
     detail = ", ".join(f"{k} x{v}" for k, v in sorted(res.errors.items()))
     lines.append(f"  failed: {res.failed}" + (f" ({detail})" if detail else ""))
     return "\n".join(lines)

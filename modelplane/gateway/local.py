@@ -88,13 +88,16 @@ class LocalFleet:
         wanted = {egress_entrypoint(ep) for ep in externals}
         if self.control is not None and wanted <= set(self._egress_ports):
             return self.control
-        # Entrypoints are static configuration: a new egress needs a new process.
+        # Entrypoints are static configuration: a new egress needs a new process,
+        # on the same web port so service URLs stay valid.
+        port = None
         if self.control is not None:
+            port = self.control.port
             self.control.stop()
             self._procs.remove(self.control)
         for name in sorted(wanted):
             self._egress_ports.setdefault(name, free_port())
-        self.control = Traefik("control-plane", self.work_dir, self._egress_ports)
+        self.control = Traefik("control-plane", self.work_dir, self._egress_ports, port=port)
         self._procs.append(self.control)
         self.control.wait_ready()
         return self.control

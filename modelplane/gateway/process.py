@@ -130,11 +130,11 @@ class Traefik(Managed):
     SECRET = "egress.yaml"
 
     def __init__(self, name: str, work_dir: Path, extra_entrypoints: dict[str, int] | None = None,
-                 api: bool = False):
+                 api: bool = False, port: int | None = None):
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_dir))
         self.dynamic_dir = self.dir / "dynamic"
         self.dynamic_dir.mkdir()
-        self.port = free_port()
+        self.port = port or free_port()
         self.internal_port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.extra_ports = dict(extra_entrypoints or {})

@@ -51,3 +51,17 @@ def test_demo_runs_the_kind_example_end_to_end_and_cleans_up(traefik, capsys):
 
 def test_demo_rejects_a_missing_directory(capsys):
     assert main(["demo", "/nonexistent/manifests"]) == 2
+
+
+def test_demo_on_the_canary_example_shows_pin_and_overflow(traefik, capsys):
+    assert main(["demo", str(ROOT / "examples" / "canary"), "-n", "20"]) == 0
+    out = capsys.readouterr().out
+    blocks = {b.split(":", 2)[1].rsplit("/", 1)[-1]: b for b in out.split("http://127.0.0.1")[1:]}
+    rows = {svc: [line.split() for line in b.splitlines()] for svc, b in blocks.items()}
+    assert ["chat", "18", "90.0%"] in rows["chat"] and ["chat-canary", "2", "10.0%"] in rows["chat"]
+    assert ["qwen", "20", "100.0%"] in rows["qwen-eu"]
+    assert sorted(r[1] for r in rows["qwen-eu"] if r and r[0].startswith("qwen-")) == ["0", "20"]  # 20/0
+    assert sorted(r[1] for r in rows["qwen"] if r and r[0].startswith("qwen-")) == ["10", "10"]
+    assert ["qwen", "15", "75.0%"] in rows["overflow"] and ["together", "5", "25.0%"] in rows["overflow"]
+    assert out.count("failed: 0") == 4
+    assert _children() == []
