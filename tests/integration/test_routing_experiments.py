@@ -27,6 +27,16 @@ def test_90_10_within_one_cluster_is_exactly_180_20(fleet):
     assert (res.failed, res.by_deployment) == (0, {"big": 180, "small": 20})
 
 
+def test_nested_weights_stay_exact_per_replica_across_both_hops(fleet):
+    """90 over two replicas in two clusters + 10 next to one of them: 9/9/2 -> 90/90/20.
+
+    The control plane sees east 11 : west 9; east's gateway splits its 110 as 9 : 2."""
+    eps = fleet.start_engines([replica("big", 0, "east"), replica("big", 1, "west"), replica("small", 0, "east")])
+    fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
+    res = run_split(fleet.service_url(*SVC), 200)
+    assert (res.failed, res.by_replica) == (0, {"big-0": 90, "big-1": 90, "small-0": 20})
+
+
 def test_entry_whose_endpoints_are_gone_takes_no_share_after_rerun(fleet):
     eps = fleet.start_engines([replica("big", 0, "east"), replica("small", 0, "west")])
     services = {SVC: [select("big", 90), select("small", 10)]}
@@ -97,6 +107,7 @@ def test_cluster_pin_drains_the_other_cluster_without_moving_replicas(fleet):
     pinned = run_split(fleet.service_url(*SVC), 60)
     assert pinned.failed == 0
     assert pinned.by_replica == {"qwen-0": 60}  # 60/0: west keeps running, idle
+    assert fleet.engines["qwen-1"].alive()
 
     fleet.route({SVC: [select("qwen")]}, eps)
     unpinned = run_split(fleet.service_url(*SVC), 60)
