@@ -26,8 +26,12 @@ from .registry import CHECKS, Check
 
 __all__ = [
     "ADVISORY", "CHECKS", "Check", "CheckContext", "DISABLED", "Finding", "LEVELS", "MANDATORY",
-    "ProgramResource", "levels_from_config", "place", "run_check", "run_checks",
+    "PACK_ONLY_POLICIES", "ProgramResource", "levels_from_config", "place", "run_check", "run_checks",
 ]
+
+# Policies only the CrossGuard pack has: they look at the Pulumi stack, not at manifests.
+# A config file shared by `lint --config` and `--policy-pack-config` may name them.
+PACK_ONLY_POLICIES = ("modelplane-fleet-present",)
 
 
 def place(fleet: Any, observed: Mapping[str, Mapping[str, int]] | None = None,
@@ -54,6 +58,8 @@ def levels_from_config(config: Mapping[str, Any] | None) -> dict[str, str]:
     for name, value in (config or {}).items():
         level = value.get("enforcementLevel") if isinstance(value, Mapping) else value
         if level is None:
+            continue
+        if name in PACK_ONLY_POLICIES:
             continue
         if name not in CHECKS:
             raise ValueError(f"unknown policy {name!r}; known: {', '.join(CHECKS)}")

@@ -34,12 +34,14 @@ except ImportError:  # run from a checkout without `pip install -e .`
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from modelplane.api import load_documents
-from modelplane.checks import CHECKS, ADVISORY, MANDATORY, CheckContext, Finding, ProgramResource, place
+from modelplane.checks import (
+    ADVISORY, CHECKS, MANDATORY, PACK_ONLY_POLICIES, CheckContext, Finding, ProgramResource, place,
+)
 from modelplane.checks.secrets import PLACEMENT_TYPE, SecretString, resource_findings
 from modelplane.scheduler import FleetPlacement
 
 PACK_NAME = "modelplane"
-FLEET_PRESENT = "modelplane-fleet-present"
+FLEET_PRESENT = PACK_ONLY_POLICIES[0]
 _LEVELS = {MANDATORY: EnforcementLevel.MANDATORY, ADVISORY: EnforcementLevel.ADVISORY}
 _CONFIG = {
     "prefill-decode-needs-nixl": PolicyConfigSchema(properties={
