@@ -7,7 +7,6 @@ routed, and the gateways' health checks take a dead one out at run time.
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any, Mapping
 
 ENGINE_PORT = 8000
@@ -31,20 +30,9 @@ def fleet_endpoints(fleet: Any, placement: Mapping[str, Any]) -> list:
         for rep in dep.get("replicas", []):
             endpoints.append(replica_endpoint(dep["namespace"], rep["name"], dep["name"], rep["cluster"],
                                               int(rep["index"]), labels, url=replica_url(dep["namespace"], rep["name"])))
-    endpoints += [endpoint_from_api(_credential_as_ref(ep)) for _, ep in sorted(fleet.endpoints.items())]
+    endpoints += [endpoint_from_api(ep) for _, ep in sorted(fleet.endpoints.items())]
     return endpoints
 
-
-def _credential_as_ref(endpoint: Any) -> Any:
-    """`endpoint_from_api` reads the credential as a secret reference (`.name`, `.key`);
-    the API's newer form nests it under `credential.apiKey.secretRef`. Hand it the
-    reference itself."""
-    ref = endpoint.spec.api_key_secret
-    if ref is None or endpoint.spec.credential is None:
-        return endpoint
-    spec = SimpleNamespace(**{k: getattr(endpoint.spec, k) for k in ("url", "rewrite_path", "origin", "api", "model")},
-                           credential=ref, credential_ref=ref)
-    return SimpleNamespace(metadata=endpoint.metadata, spec=spec)
 
 
 def service_routes(fleet: Any, placement: Mapping[str, Any]) -> list:
