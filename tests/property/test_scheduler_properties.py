@@ -254,3 +254,25 @@ def test_node_mode_follows_every_reference_rule(docs):
         # lowest free index on a fresh plan: 0..k-1 on every cluster
         for c, idx in per_cluster.items():
             assert sorted(idx) == list(range(len(idx)))
+
+
+@SETTINGS
+@given(fleets(), MODES, st.randoms(use_true_random=False))
+def test_drain_keeps_exactly_the_replicas_whose_cluster_does_not_evict(docs, accounting, rnd):
+    previous = place_fleet(load(docs), accounting=accounting)
+    drained = copy.deepcopy(docs)
+    for c in kind(drained, "InferenceCluster"):
+        if rnd.random() < 0.4:
+            c["spec"]["taints"] = [{"key": "maint", "effect": rnd.choice(["NoSchedule", "NoExecute"])}]
+    fp = place_fleet(load(drained), previous=previous, accounting=accounting)
+    clusters = {c["metadata"]["name"]: c for c in kind(drained, "InferenceCluster")}
+    deps = {d["metadata"]["name"]: d for d in kind(drained, "ModelDeployment")}
+    for dp in fp.deployments:
+        dep = deps[dp.name]
+        old = {(r.cluster, r.index): r for r in previous.find(dp.namespace, dp.name).replicas}
+        new = {(r.cluster, r.index): r for r in dp.replicas}
+        staying = {i for i in old if tolerated(dep, clusters[i[0]], ("NoExecute",))}
+        assert staying <= set(new), dp.name
+        for ident in set(new) - staying:
+            # every replica that is not a kept one is new, and only on an open cluster
+            assert tolerated(dep, clusters[ident[0]], ("NoSchedule", "NoExecute")), (dp.name, ident)
