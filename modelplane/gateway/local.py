@@ -84,32 +84,27 @@ class LocalFleet:
         except KeyError:
             raise KeyError(f"secret {namespace}/{cred.secret_name} has no key {cred.key}") from None
 
-    def _ensure_control(self, externals: list[Endpoint]) -> Traefik:
-        wanted = {egress_entrypoint(ep) for ep in externals}
-        if self.control is not None and wanted <= set(self._egress_ports):
-            return self.control
-        # Entrypoints are static configuration: a new egress needs a new process,
-        # on the same web port so service URLs stay valid.
-        port = None
-        if self.control is not None:
-            port = self.control.port
-            self.control.stop()
-            self._procs.remove(self.control)
-        for name in sorted(wanted):
-            self._egress_ports.setdefault(name, free_port())
-        self.control = Traefik("control-plane", self.work_dir, self._egress_ports, port=port)
-        self._procs.append(self.control)
-        self.control.wait_ready()
-        return self.control
-
-    def _ensure_workloads(self, clusters: Sequence[str]) -> None:
+    def _start_gateways(self, clusters: Sequence[str], externals: list[Endpoint]) -> None:
+        """Start whatever gateway is missing, all at once, then wait for all of them."""
         fresh = []
         for c in clusters:
             if c not in self.workload:
-                gw = Traefik(f"gateway-{c}", self.work_dir)
-                self._procs.append(gw)
-                self.workload[c] = gw
-                fresh.append(gw)
+                self.workload[c] = Traefik(f"gateway-{c}", self.work_dir)
+                fresh.append(self.workload[c])
+        wanted = {egress_entrypoint(ep) for ep in externals}
+        if self.control is None or not wanted <= set(self._egress_ports):
+            # Entrypoints are static configuration: a new egress needs a new process,
+            # on the same web port so service URLs stay valid.
+            port = None
+            if self.control is not None:
+                port = self.control.port
+                self.control.stop()
+                self._procs.remove(self.control)
+            for name in sorted(wanted):
+                self._egress_ports.setdefault(name, free_port())
+            self.control = Traefik("control-plane", self.work_dir, self._egress_ports, port=port)
+            fresh.append(self.control)
+        self._procs.extend(fresh)
         for gw in fresh:
             gw.wait_ready()
 
@@ -125,11 +120,14 @@ class LocalFleet:
         """(Re)configure every gateway for these routes; starts missing gateways."""
         routes = list(routes)
         clusters = sorted({ep.cluster for ep in endpoints if ep.cluster} | set(self.workload))
-        self._ensure_workloads(clusters)
-        for c in clusters:
-            self.workload[c].apply(workload_config(c, routes, self.tuning))
         externals = external_endpoints(routes)
-        control = self._ensure_control(externals)
+        self._start_gateways(clusters, externals)
+        # Workload gateways first: the control plane's health checks probe them.
+        pending = [(self.workload[c], self.workload[c].write(workload_config(c, routes, self.tuning)))
+                   for c in clusters]
+        for gw, marker in pending:
+            gw.wait_loaded(marker)
+        control = self.control
         egress_urls = {ep.key: f"http://127.0.0.1:{self._egress_ports[egress_entrypoint(ep)]}"
                        for ep in externals}
         cp = control_plane_config(routes, {c: gw.url for c, gw in self.workload.items()},

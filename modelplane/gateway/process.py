@@ -163,7 +163,11 @@ class Traefik(Managed):
         os.replace(tmp, self.dynamic_dir / filename)
 
     def apply(self, dynamic: dict, secret: dict | None = None, timeout: float = 10.0) -> None:
-        """Write the config (plus a generation marker) and wait until Traefik runs it."""
+        """Write the config and wait until Traefik runs it."""
+        self.wait_loaded(self.write(dynamic, secret), timeout)
+
+    def write(self, dynamic: dict, secret: dict | None = None) -> str:
+        """Write the config plus a generation marker; returns the marker to wait for."""
         self.generation += 1
         marker = f"generation-{self.generation}"
         cfg = json.loads(json.dumps(dynamic))  # deep copy; callers keep their dict
@@ -173,10 +177,12 @@ class Traefik(Managed):
         if secret is not None:
             self._write(self.SECRET, secret, private=True)
         self._write(self.DYNAMIC, cfg)
+        return marker
 
+    def wait_loaded(self, marker: str, timeout: float = 10.0) -> None:
         def loaded():
             return http_get(f"http://127.0.0.1:{self.internal_port}/{marker}", 0.3)[0] == 200
-        wait_until(loaded, timeout, f"{self.name} to load config {self.generation}")
+        wait_until(loaded, timeout, f"{self.name} to load {marker}")
 
     def services_status(self) -> dict:
         """Runtime state from the Traefik API (only when started with api=True)."""
