@@ -15,7 +15,7 @@ from .matching import Matcher
 from .placement import EngineOptions, engine_options, place_replica, resolve_retained
 from .shape import ClusterView, DeploymentShape
 from .taints import evicting_taint, repelling_taint
-from .types import DeploymentPlacement, PlacedReplica, Unplaced
+from .types import DeploymentPlacement, EnginePlacement, PlacedReplica, Unplaced
 
 
 @dataclass
@@ -93,7 +93,8 @@ def retain(ctx: Context, shape: DeploymentShape,
     if shape.invalid:
         # Can't re-resolve against an uncompilable spec: hold the replicas as they are
         # (never tear down infrastructure over an input error). They charge nothing.
-        st.retained = sorted(previous.replicas, key=lambda r: (r.cluster, r.index))
+        st.retained = sorted((_complete(shape, r) for r in previous.replicas),
+                             key=lambda r: (r.cluster, r.index))
         return st
     seen: set[tuple[str, int]] = set()
     for rep in sorted(previous.replicas, key=lambda r: r.name):
@@ -123,6 +124,17 @@ def retain(ctx: Context, shape: DeploymentShape,
                                          index, cluster.name, engines))
         st.charges[ident] = charges
     return st
+
+
+def _complete(shape: DeploymentShape, rep: PlacedReplica) -> PlacedReplica:
+    """A held replica read from JSON without "members": spell its members' pools out."""
+    engines = {}
+    for name, placed in rep.engines.items():
+        engine = shape.engine(name)
+        if not placed.member_pools and engine is not None:
+            placed = EnginePlacement(placed.pool, placed.pools_for(len(engine.members)))
+        engines[name] = placed
+    return PlacedReplica(rep.name, rep.index, rep.cluster, engines)
 
 
 def scale_down(st: DeploymentState) -> None:
@@ -156,46 +168,68 @@ def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
 
 
 def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
+    """Add the missing replicas one at a time: filter clusters, score them by spread,
+    reserve capacity on the best one that takes the replica."""
     shape = st.shape
     if shape.invalid:
         return
-    candidates = ctx.candidates(shape)
-    st.candidates = len(candidates)
+    st.candidates = len(ctx.candidates(shape))
     missing = shape.desired - len(st.retained)
     if missing <= 0:
         return
-    load = Counter(r.cluster for r in st.retained)
+    heap = score(filter_clusters(ctx, shape), st.retained)
     used: dict[str, set[int]] = {}
     for r in st.retained:
         used.setdefault(r.cluster, set()).add(r.index)
-    if load:
-        heap = [(load[name], name) for name in ctx.open_clusters(shape)]
-        heapq.heapify(heap)
-    else:
-        # names are sorted and every load is 0: already a heap
-        heap = [(0, name) for name in ctx.open_clusters(shape)]
     rejected: dict[str, str] = {}
     while missing and heap:
-        n, name = heap[0]
-        engines, why = place_replica(ctx.options(shape, ctx.clusters[name]), name, ledger)
-        if engines is None:
-            # Capacity only shrinks during a pass, so a cluster that can't take this
-            # replica can't take any later one of the same deployment either.
+        load, name = heap[0]
+        replica, why = reserve(ctx, shape, name, ledger, used.setdefault(name, set()))
+        if replica is None:
+            # Only the chosen cluster is ever charged while this deployment fills, so a
+            # refusing cluster's pools stay as they are and it would refuse every later
+            # replica too: drop it for the rest of this deployment.
             heapq.heappop(heap)
             rejected[name] = why or "rejected"
             continue
-        taken = used.setdefault(name, set())
-        index = 0
-        while index in taken:
-            index += 1
-        taken.add(index)
-        st.placed.append(PlacedReplica(replica_name(shape.name, name, index), index, name, engines))
-        heapq.heapreplace(heap, (n + 1, name))
+        st.placed.append(replica)
+        heapq.heapreplace(heap, (load + 1, name))
         missing -= 1
     if missing:
         reasons = _reasons(ctx, shape, rejected)
         first = len(st.retained) + len(st.placed)
         st.unplaced = [Unplaced(first + i, reasons) for i in range(missing)]
+
+
+def filter_clusters(ctx: Context, shape: DeploymentShape) -> list[str]:
+    """Clusters matching both selectors whose taints this deployment tolerates."""
+    return ctx.open_clusters(shape)
+
+
+def score(names: list[str], retained: list[PlacedReplica]) -> list[tuple[int, str]]:
+    """A heap keyed (replicas of this deployment on the cluster, cluster name): spread
+    before pack, alphabetical tie-break."""
+    load = Counter(r.cluster for r in retained)
+    if not load:
+        # names are sorted and every load is 0: already a heap
+        return [(0, name) for name in names]
+    heap = [(load[name], name) for name in names]
+    heapq.heapify(heap)
+    return heap
+
+
+def reserve(ctx: Context, shape: DeploymentShape, name: str, ledger: Ledger,
+            taken: set[int]) -> tuple[PlacedReplica | None, str | None]:
+    """Place one replica on cluster `name` and charge the ledger, or charge nothing and
+    say why not. The index is the lowest one this deployment does not use there."""
+    engines, why = place_replica(ctx.options(shape, ctx.clusters[name]), name, ledger)
+    if engines is None:
+        return None, why
+    index = 0
+    while index in taken:
+        index += 1
+    taken.add(index)
+    return PlacedReplica(replica_name(shape.name, name, index), index, name, engines), None
 
 
 def _reasons(ctx: Context, shape: DeploymentShape, rejected: Mapping[str, str]) -> dict[str, str]:

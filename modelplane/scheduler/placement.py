@@ -2,7 +2,8 @@
 (§2.7). Two halves:
 
 * `EngineOptions` — everything that does not depend on capacity (which pools can host
-  the engine, which fabric groups it may span), computed once per (deployment, cluster).
+  the engine, which fabric groups it may span), computed once per (deployment, pool
+  signature of a cluster).
 * `place_replica` — the capacity half, run against a copy-on-write trial of the ledger.
 """
 
@@ -84,7 +85,7 @@ def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) 
     return opts
 
 
-def _span(opts: EngineOptions, cluster: str, trial: "Trial | Ledger",
+def _span(opts: EngineOptions, cluster: str, trial: Trial | Ledger,
           group: list[PoolView]) -> tuple[tuple[str, ...] | None, tuple[int, str] | None]:
     """Each member independently on the first pool of the fabric group that matches it
     and has room. Returns (member pools, None) or (None, smallest shortage seen)."""
@@ -115,7 +116,7 @@ def _engine_pool(opts: EngineOptions, member_pools: tuple[str, ...]) -> str:
     return member_pools[0]
 
 
-def place_engine(opts: EngineOptions, cluster: str, trial: "Trial | Ledger", unit: str
+def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit: str
                  ) -> tuple[EnginePlacement | None, str | None]:
     if opts.error:
         return None, opts.error
@@ -145,7 +146,7 @@ def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger
     unit = "nodes" if ledger.accounting == "Node" else "devices"
     if len(options) == 1:
         # One engine: each pool attempt is atomic already, no trial copy needed.
-        placed, reason = place_engine(options[0], cluster, ledger, unit)  # type: ignore[arg-type]
+        placed, reason = place_engine(options[0], cluster, ledger, unit)
         return ({options[0].engine.name: placed} if placed else None), reason
     trial = Trial(ledger)
     engines = {}
