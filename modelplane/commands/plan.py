@@ -68,11 +68,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     placement = place_fleet(fleet, previous=previous, accounting=args.accounting,
                             observed=observed)
-    if args.json:
-        json.dump(placement.to_json(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        sys.stdout.write(format_table(placement, args.accounting))
+    text = (json.dumps(placement.to_json(), indent=2) + "\n" if args.json
+            else format_table(placement, args.accounting))
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `plan ... | head` closed the pipe early: not an error of the plan.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
