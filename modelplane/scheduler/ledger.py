@@ -115,6 +115,20 @@ class DevicePool:
                 if not self._place(self.groups, per_pod):
                     self.overdraft += 1
 
+    def pack_retained(self, usages: list[Usage]) -> None:
+        """Charge pods that already run here. The plan does not record nodes, so they
+        are re-packed: in the order given (the order a fresh plan placed them, so a
+        re-plan reproduces its packing), and if that leaves pods without a node, again
+        largest first (best-fit decreasing); the packing with fewer misfits wins."""
+        natural = self.copy()
+        natural.force_take(usages)
+        if natural.overdraft:
+            decreasing = self.copy()
+            decreasing.force_take(sorted(usages, key=lambda u: -sum(u[1])))
+            if decreasing.overdraft < natural.overdraft:
+                natural = decreasing
+        self.groups, self.overdraft = natural.groups, natural.overdraft
+
 
 class Ledger:
     def __init__(self, accounting: str) -> None:
@@ -135,11 +149,18 @@ class Ledger:
     def put(self, key: PoolKey, state: PoolState) -> None:
         self._pools[key] = state
 
-    def charge(self, key: PoolKey, usages: list[Usage]) -> None:
-        # A pool that is no longer published consumes nothing: pods pinned to it can't run.
-        state = self._pools.get(key)
-        if state is not None and usages:
-            state.force_take(usages)
+    def charge_retained(self, charges: dict[PoolKey, list[Usage]]) -> None:
+        """Charge every kept replica, pool by pool (capacity is not checked: a pool may
+        end overdrawn and then takes nothing new). A pool that is no longer published
+        consumes nothing: pods pinned to it can't run."""
+        for key, usages in charges.items():
+            state = self._pools.get(key)
+            if state is None or not usages:
+                continue
+            if isinstance(state, DevicePool):
+                state.pack_retained(usages)
+            else:
+                state.force_take(usages)
 
 
 class Trial:

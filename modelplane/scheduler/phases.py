@@ -158,12 +158,14 @@ def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
         for pool in cluster.pools:
             ledger.add_pool((cluster.name, pool.name), pool.nodes,
                             tuple(d.count for d in pool.cls.devices))
-    # Every kept replica of every deployment, at its current spec's cost, in a fixed
-    # order so Device packing of retained pods is reproducible.
+    # Every kept replica of every deployment, at its current spec's cost, gathered per
+    # pool in (deployment, cluster, index) order: the order a fresh plan placed them.
+    per_pool: dict[tuple[str, str], list[Usage]] = {}
     for st in states:
         for (cluster, _), charges in sorted(st.charges.items()):
             for pool, usages in charges:
-                ledger.charge((cluster, pool), usages)
+                per_pool.setdefault((cluster, pool), []).extend(usages)
+    ledger.charge_retained(per_pool)
     return ledger
 
 

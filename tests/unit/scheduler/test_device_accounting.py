@@ -91,3 +91,20 @@ def test_node_pool_reports_missing_nodes() -> None:
     assert p.free == 2
     p.force_take([(3, ())])
     assert p.free == -1 and p.try_take([(1, ())]) == 2
+
+
+def test_kept_pods_are_repacked_largest_first_when_their_order_does_not_fit() -> None:
+    # 3,3 then 5,5 GPUs on two 8-GPU nodes: best-fit in that order strands a 5-GPU pod,
+    # largest first packs all four (5+3 per node). The kept replicas must not leave the
+    # pool overdrawn.
+    from modelplane.scheduler import place_fleet_with_ledger
+
+    from .helpers import load
+    docs = [*one_node(2), deployment("a", 2, engine("main", standalone(gpus=3))),
+            deployment("b", 2, engine("main", standalone(gpus=5)))]
+    previous = prev(("a", "a", 0, {"main": "p1"}), ("a", "a", 1, {"main": "p1"}),
+                    ("b", "a", 0, {"main": "p1"}), ("b", "a", 1, {"main": "p1"}))
+    fp, ledger = place_fleet_with_ledger(load(docs), previous=previous, accounting="Device")
+    assert where(fp, "a") == ["a#0", "a#1"] and where(fp, "b") == ["a#0", "a#1"]
+    state = ledger.state(("a", "p1"))
+    assert state.overdraft == 0 and state.groups == {(0,): 2}
