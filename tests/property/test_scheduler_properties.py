@@ -102,15 +102,15 @@ def test_fresh_plan_never_overcommits_a_pool(docs, accounting):
 
 
 @SETTINGS
-@given(fleets(), st.randoms(use_true_random=False))
-def test_node_mode_second_plan_with_previous_never_overcommits(docs, rnd):
-    first = place_fleet(load(docs), accounting="Node")
+@given(fleets(), MODES, st.randoms(use_true_random=False))
+def test_second_plan_with_previous_never_overcommits(docs, accounting, rnd):
+    first = place_fleet(load(docs), accounting=accounting)
     changed = copy.deepcopy(docs)
     for d in kind(changed, "ModelDeployment"):
         d["spec"]["replicas"] = rnd.randint(0, 6)
     fleet = load(changed)
-    fp, ledger = place_fleet_with_ledger(fleet, previous=first, accounting="Node")
-    assert_within_capacity(fleet, fp, ledger, "Node")
+    fp, ledger = place_fleet_with_ledger(fleet, previous=first, accounting=accounting)
+    assert_within_capacity(fleet, fp, ledger, accounting)
 
 
 @SETTINGS
