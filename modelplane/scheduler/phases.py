@@ -31,7 +31,8 @@ class Context:
     def filter_reasons(self, shape: DeploymentShape) -> dict[str, str]:
         """Why each cluster is filtered out before any pool is looked at (selector,
         then taint); clusters that pass are absent."""
-        key = (shape.selector, shape.cache_selector, shape.tolerations)
+        # the cache's name is part of the message, so part of the key
+        key = (shape.selector, shape.cache_name, shape.cache_selector, shape.tolerations)
         hit = self._filtered.get(key)
         if hit is None:
             hit = {}

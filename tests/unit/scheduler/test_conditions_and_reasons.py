@@ -98,3 +98,10 @@ def test_too_few_devices_is_explained() -> None:
     assert of(fp, "m").unplaced[0].reasons["a"] == (
         "no pool for engine main: pool gpu: member 0 (Standalone) request 'gpu' matched too few "
         "devices (needs 4, gpu has 1 of 1 per node left)")
+
+
+def test_each_deployment_names_its_own_cache() -> None:
+    fp = plan([*regions(), model_cache("alpha", selector=EU), model_cache("beta", selector=EU),
+               deployment("a", 1, selector=US, cache="alpha"), deployment("b", 1, selector=US, cache="beta")])
+    assert of(fp, "a").unplaced[0].reasons["us"].startswith("ModelCache alpha ")
+    assert of(fp, "b").unplaced[0].reasons["us"].startswith("ModelCache beta ")
