@@ -68,6 +68,25 @@ def _body(path: str, name: str, model: str) -> dict:
     }
 
 
+def _events(path: str, name: str, model: str):
+    words = f"served by {name}".split(" ")
+    if path == "/v1/messages":
+        yield f"event: message_start\ndata: {json.dumps({'type': 'message_start', 'message': {'id': f'msg-{name}', 'model': model, 'role': 'assistant', 'content': []}})}\n\n"
+        for i, w in enumerate(words):
+            delta = {"type": "content_block_delta", "index": 0,
+                     "delta": {"type": "text_delta", "text": w if i == 0 else " " + w}}
+            yield f"event: content_block_delta\ndata: {json.dumps(delta)}\n\n"
+        yield f"event: message_stop\ndata: {json.dumps({'type': 'message_stop'})}\n\n"
+        return
+    chat = path == "/v1/chat/completions"
+    for i, w in enumerate(words):
+        text = w if i == 0 else " " + w
+        choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        yield f"data: {json.dumps({'id': f'cmpl-{name}', 'object': obj, 'model': model, 'choices': [choice]})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
 def make_handler(state: EngineState):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as a real engine behind a proxy
@@ -86,6 +105,21 @@ def make_handler(state: EngineState):
                 self.send_header("X-Modelplane-Deployment", state.deployment)
             self.end_headers()
             self.wfile.write(data)
+
+        def _stream(self, path: str, model: str) -> None:
+            """Server-sent events, one word per chunk, in the OpenAI or Anthropic shape."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("X-Served-By", state.name)
+            if state.deployment:
+                self.send_header("X-Modelplane-Deployment", state.deployment)
+            self.end_headers()
+            for event in _events(path, state.name, model):
+                data = event.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
 
         def _authorized(self) -> bool:
             if state.api_key is None:
@@ -116,7 +150,8 @@ def make_handler(state: EngineState):
             if not self._authorized():
                 return self._send(401, {"error": {"message": "invalid api key"}})
             try:
-                model = (json.loads(raw) if raw else {}).get("model") or state.name
+                req = json.loads(raw) if raw else {}
+                model, stream = req.get("model") or state.name, bool(req.get("stream"))
             except (ValueError, AttributeError):
                 return self._send(400, {"error": {"message": "body is not a JSON object"}})
             if state.delay:
@@ -124,7 +159,10 @@ def make_handler(state: EngineState):
             with state.lock:
                 state.served += 1
                 last = state.exit_after is not None and state.served >= state.exit_after
-            self._send(200, _body(path, state.name, str(model)))
+            if stream:
+                self._stream(path, str(model))
+            else:
+                self._send(200, _body(path, state.name, str(model)))
             if last:
                 self.wfile.flush()
                 os._exit(0)  # abrupt on purpose: a crashed engine does not drain

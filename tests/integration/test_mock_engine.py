@@ -73,3 +73,21 @@ def test_runs_as_a_plain_script_with_the_stdlib_only():
     out = subprocess.run([sys.executable, "-I", str(ROOT / "modelplane" / "mock_engine.py"), "--help"],
                          capture_output=True, text=True, timeout=10)
     assert out.returncode == 0 and "--fail-health-after" in out.stdout
+
+
+def test_streaming_answers_arrive_as_server_sent_events(engines):
+    e = engines("r-5")
+    with httpx.Client(base_url=e.url) as c:
+        with c.stream("POST", "/v1/chat/completions", json={"stream": True, "messages": []}) as r:
+            assert r.headers["content-type"] == "text/event-stream"
+            lines = [line for line in r.iter_lines() if line.startswith("data: ")]
+        assert lines[-1] == "data: [DONE]"
+        import json
+
+        text = "".join(json.loads(line[6:])["choices"][0]["delta"]["content"] for line in lines[:-1])
+        assert text == "served by r-5"
+        with c.stream("POST", "/v1/messages", json={"stream": True}) as r:
+            events = [line for line in r.iter_lines() if line.startswith("event: ")]
+        assert events[0] == "event: message_start" and events[-1] == "event: message_stop"
+        # keep-alive survives a chunked answer
+        assert c.post("/v1/completions", json={}).json()["choices"][0]["text"] == "served by r-5"

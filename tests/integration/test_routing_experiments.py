@@ -112,3 +112,18 @@ def test_cluster_pin_drains_the_other_cluster_without_moving_replicas(fleet):
     fleet.route({SVC: [select("qwen")]}, eps)
     unpinned = run_split(fleet.service_url(*SVC), 60)
     assert (unpinned.failed, unpinned.by_replica) == (0, {"qwen-0": 30, "qwen-1": 30})
+
+
+def test_streaming_and_other_paths_pass_through_both_hops(fleet):
+    """Everything below the service prefix reaches the engine as `/v1/...` (reference §4.4)."""
+    import httpx
+
+    eps = fleet.start_engines([replica("qwen", 0, "east")])
+    fleet.route({SVC: [select("qwen")]}, eps)
+    with httpx.Client(base_url=fleet.service_url(*SVC)) as c:
+        with c.stream("POST", "/v1/chat/completions", json={"stream": True}) as r:
+            data = [line for line in r.iter_lines() if line.startswith("data: ")]
+        assert r.status_code == 200 and data[-1] == "data: [DONE]" and len(data) == 4
+        assert c.post("/v1/messages", json={}).json()["content"][0]["text"] == "served by qwen-0"
+        assert c.get("/v1/models").json()["data"][0]["id"] == "qwen"
+        assert c.get("/health").status_code == 200
