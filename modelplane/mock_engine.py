@@ -5,7 +5,9 @@ Kind stack as well as a local process in tests:
 
     python -m modelplane.mock_engine --name R --port P [--fail-health-after N | --exit-after N]
 
-`"stream": true` in the body answers with server-sent events. Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
+`"stream": true` in the body answers with server-sent events.
+
+Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
 requests were served (inference keeps working, as an engine that is draining would);
 `--exit-after N` exits the process right after the Nth. SIGUSR1 / SIGUSR2 switch /health
 to failing / healthy at any time. `--api-key-env VAR` makes /v1/* require
