@@ -102,6 +102,22 @@ def test_fresh_plan_never_overcommits_a_pool(docs, accounting):
 
 
 @SETTINGS
+@given(fleets(), MODES)
+def test_an_engine_spans_pools_only_within_one_fabric_domain(docs, accounting):
+    fleet = load(docs)
+    fp = place_fleet(fleet, accounting=accounting)
+    views = compile_clusters(fleet)
+    for dp in fp.deployments:
+        for r in dp.replicas:
+            for e in r.engines.values():
+                assert e.pool in e.member_pools
+                pools = set(e.member_pools)
+                if len(pools) > 1:
+                    domains = {views[r.cluster].pool(p).domain for p in pools}
+                    assert len(domains) == 1 and None not in domains, (dp.name, r.cluster, e)
+
+
+@SETTINGS
 @given(fleets(), MODES, st.randoms(use_true_random=False))
 def test_second_plan_with_previous_never_overcommits(docs, accounting, rnd):
     first = place_fleet(load(docs), accounting=accounting)
