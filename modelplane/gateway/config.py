@@ -265,7 +265,7 @@ def static_config(
         "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
         "entryPoints": eps,
         "providers": {"file": {"directory": dynamic_dir, "watch": True}},
-        "log": {"level": "ERROR"},
+        "log": {"level": "ERROR", "noColor": True},
     }
     if throttle:
         # Traefik waits this long (default 2s) before applying a changed file.

@@ -26,7 +26,14 @@ def traefik():
 @pytest.fixture
 def fleet(traefik):
     f = LocalFleet()
+    errors = []
     try:
         yield f
+        # A config Traefik rejected (even a part no request touched) is a failure.
+        for log in sorted(f.work_dir.glob("*.log")):
+            if log.name.startswith(("control-plane", "gateway-")):
+                errors += [f"{log.name}: {line}" for line in log.read_text(errors="replace").splitlines()
+                           if " ERR " in line]
     finally:
         f.stop()
+    assert not errors, "\n".join(errors)

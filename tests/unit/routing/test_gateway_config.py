@@ -121,4 +121,4 @@ def test_static_config_watches_a_directory_and_keeps_the_api_off():
     assert cfg["providers"]["file"] == {"directory": "/etc/traefik/dynamic", "watch": True}
     assert cfg["entryPoints"]["egress-x"] == {"address": "127.0.0.1:9001"}
     assert "api" not in cfg and "accessLog" not in cfg
-    assert cfg["log"] == {"level": "ERROR"}
+    assert cfg["log"] == {"level": "ERROR", "noColor": True}
