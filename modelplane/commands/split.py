@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
+UNIDENTIFIED = "(unidentified)"
 _SERVED = re.compile(r"served by ([A-Za-z0-9._-]+)")
 _HASHED = re.compile(r"^(.+)-([0-9a-f]{5}|\d+)$")
 
@@ -69,7 +70,9 @@ def run_split(url: str, n: int = 200, model: str = "default", timeout: float = 1
                         res.deployments.setdefault(
                             replica, r.headers.get("x-modelplane-deployment") or _deployment_of(replica))
                     else:
-                        res.errors["unidentified answer"] += 1
+                        # A success all the same, e.g. a SaaS provider that names no replica.
+                        replica = UNIDENTIFIED
+                        res.deployments.setdefault(replica, replica)
                 else:
                     res.errors[f"HTTP {r.status_code}"] += 1
             except httpx.HTTPError as e:

@@ -65,3 +65,32 @@ def test_demo_on_the_canary_example_shows_pin_and_overflow(traefik, capsys):
     assert ["qwen", "15", "75.0%"] in rows["overflow"] and ["together", "5", "25.0%"] in rows["overflow"]
     assert out.count("failed: 0") == 4
     assert _children() == []
+
+
+def test_split_counts_answers_that_name_no_replica_as_successes(capsys):
+    """A provider that does not say who served it: a plain stdlib server, no mock engine."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Plain(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"choices": [{"message": {"content": "hello"}}]}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Plain)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        assert main(["split", f"http://127.0.0.1:{srv.server_address[1]}", "-n", "4"]) == 0
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    out = capsys.readouterr().out
+    assert ["(unidentified)", "4", "100.0%"] in [line.split() for line in out.splitlines()]
+    assert "failed: 0" in out
