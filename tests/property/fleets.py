@@ -15,7 +15,10 @@ CLASSES = {
     "l4": gpu_class("l4", 1, "23034Mi"),
     "ib": inference_class("ib", device("gpu", 8, "143Gi"),
                           device("nic", 8, "0", claim="Synthetic", driver="nic.nvidia.com")),
+    # a GPU-less coordinator pool: Leaders asking for its slot can only span to GPUs
+    "cpu": inference_class("cpu", device("slot", 1, "0", claim="Synthetic", driver="cpu.modelplane.ai")),
 }
+SLOT = 'device.driver == "cpu.modelplane.ai"'
 REGIONS = ("us", "eu")
 
 
@@ -27,6 +30,10 @@ def pools(draw, domains: bool) -> list[dict]:
         domain = draw(st.sampled_from([None, "f1", "f2"])) if domains else None
         out.append(pool(f"p{i}", draw(st.sampled_from(sorted(CLASSES))), draw(st.integers(0, 4)),
                         domain=domain))
+    if domains and n > 1 and draw(st.booleans()):
+        # a coordinator pool on the fabric of the pool after it, so spanning is common
+        out[0] = pool("p0", "cpu", draw(st.integers(0, 2)),
+                      domain=draw(st.sampled_from([out[1].get("fabric", {}).get("domain") or "f1", "f2"])))
     return out
 
 
@@ -50,10 +57,11 @@ def engines(draw, name: str) -> dict:
     if draw(st.booleans()):
         return engine(name, member("Standalone", request("gpu", draw(st.sampled_from([1, 2, 4, 8])),
                                                          mem_at_least(mem))), copies=copies)
-    leader_kind = draw(st.sampled_from(["none", "gpu", "nic"]))
+    leader_kind = draw(st.sampled_from(["none", "gpu", "nic", "slot", "slot"]))
     leader = {"none": member("Leader"),
               "gpu": member("Leader", request("gpu", draw(st.sampled_from([1, 8])), mem_at_least(mem))),
-              "nic": member("Leader", request("nic", 1, NIC))}[leader_kind]
+              "nic": member("Leader", request("nic", 1, NIC)),
+              "slot": member("Leader", request("slot", 1, SLOT))}[leader_kind]
     worker = member("Worker", request("gpu", draw(st.sampled_from([1, 2, 8])), mem_at_least(mem)),
                     nodes=draw(st.integers(1, 3)))
     return engine(name, leader, worker, copies=copies)
