@@ -124,6 +124,11 @@ def control_plane_config(
     `egress_urls`: external endpoint key -> URL of its egress entrypoint.
     """
     egress_urls = egress_urls or {}
+    missing = sorted({b.endpoint.cluster for r in routes for b in r.backends
+                      if b.endpoint.cluster is not None and b.endpoint.cluster not in cluster_gateways})
+    if missing:
+        raise ValueError(f"no gateway URL for cluster(s) {', '.join(missing)}; "
+                         "route with fleet_routes(..., reachable_clusters=...) to leave them out")
     routers: dict = {}
     services: dict = {}
     for r in routes:

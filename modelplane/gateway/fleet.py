@@ -2,7 +2,8 @@
 the local demo use (manifests -> endpoints -> per-service weighted backends)."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Iterable
 
 from modelplane.gateway.config import ServiceRoute
 from modelplane.routing import Endpoint, compute_weights, endpoint_from_api, replica_endpoint, route_entries
@@ -28,8 +29,17 @@ def placement_endpoints(fleet: Any, placement: Any, engine_url: EngineUrl | None
     return out
 
 
-def fleet_routes(fleet: Any, endpoints: list[Endpoint]) -> list[ServiceRoute]:
-    """Every ModelService of the fleet with its weighted backends (semantics §4.3)."""
+def fleet_routes(fleet: Any, endpoints: list[Endpoint],
+                 reachable_clusters: Iterable[str] | None = None) -> list[ServiceRoute]:
+    """Every ModelService of the fleet with its weighted backends (semantics §4.3).
+
+    With `reachable_clusters`, replicas on any other cluster (no gateway address yet)
+    count as not ready, as the reference withholds their endpoints: they take no share
+    and their entry's share goes to the others.
+    """
+    if reachable_clusters is not None:
+        ok = set(reachable_clusters)
+        endpoints = [ep if ep.external or ep.cluster in ok else replace(ep, ready=False) for ep in endpoints]
     routes = []
     for (ns, name), svc in sorted(fleet.services.items()):
         backends = compute_weights(route_entries(svc), endpoints, namespace=ns)

@@ -70,3 +70,24 @@ def test_credential_shapes_all_resolve_to_the_secret_reference():
         NS(origin="https://x.example", api=None, credential=ref, credential_ref=ref),  # pre-reduced
     ):
         assert endpoint_from_api(NS(metadata=meta, spec=spec)).credential == Credential("k", "token")
+
+
+def test_replicas_on_clusters_without_a_gateway_take_no_share():
+    fleet = load_manifests(ROOT / "examples" / "kind")
+    endpoints = placement_endpoints(fleet, place_fleet(fleet))
+    canary_cluster = next(ep.cluster for ep in endpoints if ep.deployment == "chat-canary")
+    stable_cluster = next(ep.cluster for ep in endpoints if ep.deployment == "chat")
+    (route,) = fleet_routes(fleet, endpoints, reachable_clusters=[stable_cluster])
+    assert [(b.entry, b.weight) for b in route.backends] == [("stable", 1)]
+    assert canary_cluster != stable_cluster
+
+
+def test_control_plane_refuses_a_cluster_without_gateway_url():
+    import pytest
+
+    from modelplane.gateway.config import control_plane_config
+
+    fleet = load_manifests(ROOT / "examples" / "kind")
+    routes = fleet_routes(fleet, placement_endpoints(fleet, place_fleet(fleet)))
+    with pytest.raises(ValueError, match="no gateway URL for cluster"):
+        control_plane_config(routes, {})
