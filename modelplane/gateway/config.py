@@ -9,12 +9,15 @@ with `healthCheck: {}` moves a dead child's share to the others at run time. So:
 
 * control plane: `/<ns>/<svc>/` -> weighted over one child per workload cluster
   (weight = sum of that cluster's endpoint weights), path unchanged, each child
-  health-checked on `/<ns>/<svc>/health` at that cluster's gateway;
+  health-checked on `/<ns>/<svc>/health/p<tier>` at that cluster's gateway;
 * workload cluster: `/<ns>/<svc>/` -> prefix stripped -> weighted over the local
-  replicas with their own weights and `/health` checks. Its `/<ns>/<svc>/health`
-  answers 503 exactly when no local replica is healthy, which is what the control
-  plane's check reads. A separate router serves that path so health probes never
-  advance the weighted round robin that user requests see.
+  replicas with their own weights and `/health` checks. Its `/<ns>/<svc>/health/p<N>`
+  answers 503 exactly when no local replica of tier N is healthy, which is what the
+  control plane's check reads. Separate routers serve those paths so health probes
+  never advance the weighted round robin that user requests see.
+
+Priority tiers (lower number preferred) are `failover` chains on both hops; with a
+single tier they reduce to the plain weighted service.
 
 External (hand-written) endpoints need their own path and an API key header, which
 middlewares can only add on a router; each one gets a dedicated egress entrypoint on
