@@ -10,6 +10,8 @@ from pydantic.alias_generators import to_camel
 
 API_VERSION = "modelplane.ai/v1alpha1"
 RESERVED_PREFIX = "modelplane.ai/"
+# Reserved keys a user may set: declarations the program reads, never stamps itself.
+USER_SETTABLE_ANNOTATIONS = frozenset({"modelplane.ai/nixl"})
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -66,7 +68,7 @@ def check_user_labels(labels: dict[str, str], what: str, values_are_labels: bool
     if len(labels) > 32:
         raise ValueError(f"{what} has {len(labels)} entries; at most 32 are allowed")
     for key, value in labels.items():
-        if key.startswith(RESERVED_PREFIX):
+        if key.startswith(RESERVED_PREFIX) and (values_are_labels or key not in USER_SETTABLE_ANNOTATIONS):
             raise ValueError(
                 f"{what} key {key!r} uses the reserved prefix {RESERVED_PREFIX!r}, which the "
                 "program stamps itself; put your label under your own prefix (e.g. 'example.org/team')"

@@ -240,3 +240,14 @@ def test_prefill_decode_needs_one_engine_per_phase():
 def test_example_fleet_loads():
     fleet = load_manifests("examples/kind")
     assert sorted(fleet.clusters) == ["eu-west", "us-east"]
+
+
+def test_member_may_declare_nixl_but_no_other_reserved_annotation():
+    with_nixl = DEPLOYMENT.replace("        - role: Leader\n          template:\n",
+                                   "        - role: Leader\n          template:\n            metadata:\n"
+                                   "              annotations: {modelplane.ai/nixl: \"true\"}\n")
+    fleet = load_manifest_text(fleet_text(CLASS, CACHE, with_nixl))
+    leader = fleet.deployments[("ml-team", "qwen")].engines[0].members[0]
+    assert leader.template.metadata.annotations == {"modelplane.ai/nixl": "true"}
+    with pytest.raises(ManifestError, match="reserved prefix"):
+        load_manifest_text(fleet_text(CLASS, CACHE, with_nixl.replace("modelplane.ai/nixl", "modelplane.ai/other")))
