@@ -34,6 +34,15 @@ class ApiModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
+def check_unique(items: list, what: str, key=lambda item: item.name) -> list:
+    """List-maps keyed by name, as in the reference's XRDs: a duplicate key is an error."""
+    names = [key(item) for item in items]
+    dupes = sorted({n for n in names if n is not None and names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"{what} must be unique; {', '.join(map(str, dupes))} appears more than once")
+    return items
+
+
 def check_dns_label(value: str, what: str = "name") -> str:
     if len(value) > 63 or not _DNS_LABEL.match(value):
         raise ValueError(

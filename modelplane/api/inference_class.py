@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject
+from .common import ApiModel, KindObject, check_unique
 
 
 def _parse_quantity(value: str) -> None:
@@ -145,11 +145,7 @@ class InferenceClassSpec(ApiModel):
     @field_validator("devices")
     @classmethod
     def _unique(cls, devices: list[DeviceKind]) -> list[DeviceKind]:
-        names = [d.name for d in devices]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"device names must be unique; {', '.join(dupes)} appears more than once")
-        return devices
+        return check_unique(devices, "device names")
 
 
 class InferenceClass(KindObject):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector, check_user_labels
+from .common import ApiModel, KindObject, LabelSelector, check_unique, check_user_labels
 
 SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr")
 DEFAULT_KIND_NODE_IMAGE = "kindest/node:v1.35.1"
@@ -216,11 +216,7 @@ class InferenceClusterSpec(ApiModel):
     @field_validator("node_pools")
     @classmethod
     def _unique_pools(cls, pools: list[NodePool]) -> list[NodePool]:
-        names = [p.name for p in pools]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"node pool names must be unique; {', '.join(dupes)} appears more than once")
-        return pools
+        return check_unique(pools, "node pool names")
 
 
 class InferenceCluster(KindObject):

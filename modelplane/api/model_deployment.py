@@ -6,7 +6,7 @@ from typing import Annotated, Literal, ClassVar
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector, NameRef, check_dns_label, check_user_labels
+from .common import ApiModel, KindObject, LabelSelector, NameRef, check_dns_label, check_unique, check_user_labels
 
 MAX_REPLICAS = 1000  # the reference caps at 10 (issue #438); a fleet needs more
 
@@ -27,11 +27,7 @@ class NodeSelector(ApiModel):
     @field_validator("devices")
     @classmethod
     def _unique(cls, devices: list[DeviceRequest]) -> list[DeviceRequest]:
-        names = [d.name for d in devices]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"device request names must be unique; {', '.join(dupes)} appears more than once")
-        return devices
+        return check_unique(devices, "device request names")
 
 
 class Worker(ApiModel):
@@ -186,10 +182,7 @@ class DeploymentSpecInner(ApiModel):
 
     @model_validator(mode="after")
     def _engines(self) -> "DeploymentSpecInner":
-        names = [e.name for e in self.engines]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"engine names must be unique; {', '.join(dupes)} appears more than once")
+        check_unique(self.engines, "engine names")
         phases = sorted(e.phase for e in self.engines if e.phase)
         if self.mode == "PrefillDecode":
             if len(self.engines) != 2 or phases != ["Decode", "Prefill"]:

@@ -6,7 +6,7 @@ from typing import Annotated, Literal, ClassVar
 
 from pydantic import Field, field_validator
 
-from .common import ApiModel, KindObject, RequiredLabelSelector, check_dns_label
+from .common import ApiModel, KindObject, RequiredLabelSelector, check_dns_label, check_unique
 
 _DURATION = r"^([0-9]+(h|m|s|ms)){1,4}$"
 
@@ -35,11 +35,7 @@ class ModelServiceSpec(ApiModel):
     @field_validator("endpoints")
     @classmethod
     def _unique_names(cls, entries: list[ServiceEntry]) -> list[ServiceEntry]:
-        names = [e.name for e in entries if e.name]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"endpoint entry names must be unique; {', '.join(dupes)} appears more than once")
-        return entries
+        return check_unique(entries, "endpoint entry names")
 
 
 class ModelService(KindObject):
