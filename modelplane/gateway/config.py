@@ -220,6 +220,11 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
         strip = f"{base}-strip"
         middlewares[strip] = {"stripPrefix": {"prefixes": [r.prefix]}}
         middlewares[f"{base}-probe"] = {"replacePath": {"path": "/health"}}
+        # A probe that lands on a replica this gateway has not yet marked down must not
+        # fail the whole cluster for the control plane: try every local replica.
+        middlewares[f"{base}-probe-retry"] = {"retry": {
+            "attempts": len(local) + 1, "status": ["500-599"]}}
+        probe_mws = [f"{base}-probe", f"{base}-probe-retry"]
         tier_names, all_probes = [], []
         for tier in _tiers(local):
             tname, prio = f"{base}-p{tier[0].priority}", tier[0].priority
@@ -235,7 +240,7 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
             services[f"{tname}-health"] = {"weighted": {"services": probes, "healthCheck": {}}}
             routers[f"{tname}-health"] = {
                 "entryPoints": [WEB], "rule": f"Path(`{tier_health_path(r, prio)}`)", "priority": 300,
-                "middlewares": [f"{base}-probe"], "service": f"{tname}-health"}
+                "middlewares": probe_mws, "service": f"{tname}-health"}
             tier_names.append(tname)
             all_probes += probes
         # The control plane picked a tier before sending here, so the lowest locally
@@ -244,7 +249,7 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
                          "middlewares": [strip, "retry"], "service": _failover_chain(base, tier_names, services)}
         services[f"{base}-health"] = {"weighted": {"services": all_probes, "healthCheck": {}}}
         routers[f"{base}-health"] = {"entryPoints": [WEB], "rule": f"Path(`{r.prefix}/health`)",
-                                     "priority": 200, "middlewares": [f"{base}-probe"],
+                                     "priority": 200, "middlewares": probe_mws,
                                      "service": f"{base}-health"}
     for key, ep in sorted(replicas.items()):
         child = _id("replica", ep.namespace, ep.name)

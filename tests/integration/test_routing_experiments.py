@@ -6,6 +6,8 @@ Pulumi program uses (modelplane.routing, modelplane.gateway.config).
 import signal
 import time
 
+import pytest
+
 from modelplane.commands.split import run_split
 
 from .helpers import SVC, replica, select, wait_only
@@ -52,10 +54,16 @@ def test_entry_whose_endpoints_are_gone_takes_no_share_after_rerun(fleet):
     assert res.by_deployment == {"big": 200}
 
 
-def test_entry_failing_health_at_run_time_moves_its_share_without_failures(fleet):
-    """No re-run: the small engine's /health turns 503 after it served 5 requests."""
+TOPOLOGIES = pytest.mark.parametrize("small_cluster", ["west", "east"], ids=["two-clusters", "one-cluster"])
+
+
+@TOPOLOGIES
+def test_entry_failing_health_at_run_time_moves_its_share_without_failures(fleet, small_cluster):
+    """No re-run: the small engine's /health turns 503 after it served 5 requests.
+
+    Two clusters: the control plane moves the share; one cluster: the workload gateway."""
     eps = fleet.start_engines(
-        [replica("big", 0, "east"), replica("small", 0, "west")],
+        [replica("big", 0, "east"), replica("small", 0, small_cluster)],
         faults={"small-0": ["--fail-health-after", "5"]},
     )
     fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
@@ -71,10 +79,11 @@ def test_entry_failing_health_at_run_time_moves_its_share_without_failures(fleet
     assert run_split(fleet.service_url(*SVC), 50).by_deployment == {"big": 50}
 
 
-def test_engine_killed_mid_stream_loses_no_request(fleet):
+@TOPOLOGIES
+def test_engine_killed_mid_stream_loses_no_request(fleet, small_cluster):
     """The small engine's process exits after its 5th answer (a crash, not a drain)."""
     eps = fleet.start_engines(
-        [replica("big", 0, "east"), replica("small", 0, "west")],
+        [replica("big", 0, "east"), replica("small", 0, small_cluster)],
         faults={"small-0": ["--exit-after", "5"]},
     )
     fleet.route({SVC: [select("big", 90), select("small", 10)]}, eps)
