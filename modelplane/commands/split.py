@@ -7,7 +7,6 @@ credential added by a gateway cannot leak through this command.
 """
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 import time
