@@ -5,7 +5,8 @@
 One mock engine, its workload-cluster gateway and the control-plane gateway, all on
 127.0.0.1, configured by modelplane.gateway exactly as in tests and the demo. Measured
 in the same run, same client, same concurrency: direct to the engine, through the
-workload gateway only (one hop) and through both hops (what callers use). The mock
+workload gateway only (one hop), through both hops (what callers use), and through
+both hops without the control plane's retry-on-5xx (to show what that safety costs). The mock
 engine answers in well under a millisecond, so the ratios show gateway cost, not
 model cost; on a real engine the same absolute overhead is a rounding error.
 """
@@ -76,13 +77,16 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
 
-    with LocalFleet(tuning=Tuning()) as fleet:
+    entries = {("bench", "chat"): [RouteEntry("all", 1, {DEPLOYMENT_LABEL: "engine"})]}
+    with LocalFleet(tuning=Tuning()) as fleet, LocalFleet(tuning=Tuning(retry_on_5xx=False)) as plain:
         eps = fleet.start_engines([replica_endpoint("bench", "engine-0", "engine", "local", 0)])
-        fleet.route({("bench", "chat"): [RouteEntry("all", 1, {DEPLOYMENT_LABEL: "engine"})]}, eps)
+        fleet.route(entries, eps)
+        plain.route(entries, eps)  # same engine, a second pair of gateways
         targets = {
             "direct": eps[0].url,
             "workload gateway": f"{fleet.workload['local'].url}/bench/chat",
             "both hops": fleet.service_url("bench", "chat"),
+            "both, no 5xx retry": plain.service_url("bench", "chat"),
         }
         results = {name: measure(url, a.n, a.c) for name, url in targets.items()}
 
@@ -93,11 +97,11 @@ def main(argv=None) -> int:
         print(json.dumps({"requests": a.n, "concurrency": a.c, "results": results, "ratios": ratios}, indent=2))
         return 0
     print(f"{a.n} requests per target, {a.c} concurrent clients, mock engine on 127.0.0.1")
-    print(f"{'target':<18} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'failed':>6}   "
+    print(f"{'target':<19} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'failed':>6}   "
           f"{'rps ratio':>9} {'p50 ratio':>9} {'p99 ratio':>9}")
     for name, r in results.items():
         x = ratios[name]
-        print(f"{name:<18} {r['rps']:>8.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['failed']:>6}   "
+        print(f"{name:<19} {r['rps']:>8.0f} {r['p50_ms']:>8.2f} {r['p99_ms']:>8.2f} {r['failed']:>6}   "
               f"{x['rps']:>9.2f} {x['p50']:>9.2f} {x['p99']:>9.2f}")
     return 1 if any(r["failed"] for r in results.values()) else 0
 
