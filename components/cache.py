@@ -8,7 +8,7 @@ from typing import Any, Mapping
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s import config_group, plain, resource_name
+from components.k8s import plain, register_objects, resource_name
 from components.labels import k8s_labels
 
 
@@ -53,8 +53,5 @@ class ModelCache(pulumi.ComponentResource):
                 self.secrets[cluster] = secret
                 deps = deps + [secret]
             objs = plain(render_cache(fleet, cache, fleet.clusters[cluster]))
-            # No await: staging a large model outlasts the provider's timeout, and the
-            # engines that mount the PVC wait for it on their own.
-            config_group(resource_name(name, cluster), objs,
-                         pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps), skip_await=True)
+            register_objects(cluster, objs, pulumi.ResourceOptions(parent=self, provider=provider, depends_on=deps))
         self.register_outputs({"clusters": targets})

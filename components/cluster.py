@@ -10,7 +10,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.args import AwsArgs, ClusterAccess, GcpArgs
-from components.k8s import config_group
+from components.k8s import register_objects
 from components.labels import k8s_labels
 from components.pool_labels import NAMESPACE, pool_label_objects
 from components.sources.kind import check_node_image, kind_cluster
@@ -53,8 +53,8 @@ class InferenceCluster(pulumi.ComponentResource):
             opts=child)
         labeler = pool_label_objects(name, spec.spec.node_pools) if spec.source not in PROVISIONED else []
         if labeler:
-            config_group(f"{name}-pool-labels", labeler,
-                         pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=[self.namespace]))
+            register_objects(name, labeler, pulumi.ResourceOptions(parent=self, provider=self.provider,
+                                                                   depends_on=[self.namespace]))
         outputs: dict[str, Any] = {"source": spec.source, "pools": [p.name for p in spec.spec.node_pools]}
         if self.kubeconfig is not None:
             outputs["kubeconfig"] = self.kubeconfig

@@ -1,10 +1,9 @@
-"""ModelDeployment: the rendered objects of every placed replica, one ConfigGroup per
-candidate cluster.
+"""ModelDeployment: the rendered objects of every placed replica, on its cluster.
 
-The set of Pulumi resources depends only on the fleet (which clusters the deployment
-may use); which replicas each group holds comes from the placement Output, which the
-placement resource's check() makes known at preview. So the preview lists the same
-resources `up` creates, and nothing is registered inside an apply.
+The objects are registered from the placement Output, which the placement resource's
+check() makes known during `pulumi preview` (providers/placement.py), so the preview
+lists every object `up` will create. A replica appearing or leaving shows as its
+objects being created or deleted.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from typing import Any, Mapping
 
 import pulumi
 
-from components.k8s import config_group, plain, resource_name
+from components.k8s import object_name, plain, register_objects
 
 
 def candidate_clusters(fleet: Any, deployment: Any) -> list[str]:
@@ -66,6 +65,7 @@ class ModelDeployment(pulumi.ComponentResource):
     replicas: pulumi.Output[list]
     conditions: pulumi.Output[list]
     explanations: pulumi.Output[list]
+    objects: pulumi.Output[list]  # "<kind> <cluster>:<ns>/<name>" of every registered object
 
     def __init__(self, name: str, fleet: Any, deployment: Any, placement: pulumi.Output[dict],
                  clusters: Mapping[str, Any], depends_on: Mapping[str, list[pulumi.Resource]],
@@ -75,16 +75,21 @@ class ModelDeployment(pulumi.ComponentResource):
         props = {"namespace": ns, "name": dname, "replicas": deployment.spec.replicas,
                  "clusters": candidates, "manifest": deployment.to_manifest()}
         super().__init__("modelplane:index:ModelDeployment", name, props, opts)
+
+        def register(p: Mapping[str, Any]) -> list[str]:
+            names = []
+            for cluster in candidates:
+                objs = render_on_cluster(fleet, deployment, p, cluster)
+                opts = pulumi.ResourceOptions(parent=self, provider=clusters[cluster].provider,
+                                              depends_on=list(depends_on.get(cluster, [])))
+                register_objects(cluster, objs, opts)
+                names += [f"{o['kind']} {object_name(cluster, o)}" for o in objs]
+            return names
+
         mine = placement.apply(lambda p: deployment_placement(p, ns, dname))
-        self.groups = {}
-        for cluster in candidates:
-            objs = placement.apply(lambda p, c=cluster: render_on_cluster(fleet, deployment, p, c))
-            self.groups[cluster] = config_group(
-                resource_name(name, cluster), objs,
-                pulumi.ResourceOptions(parent=self, provider=clusters[cluster].provider,
-                                       depends_on=list(depends_on.get(cluster, []))))
+        self.objects = placement.apply(register)
         self.replicas = mine.apply(replica_summary)
         self.conditions = mine.apply(lambda d: list(d.get("conditions", [])))
         self.explanations = mine.apply(explanations)
         self.register_outputs({"replicas": self.replicas, "conditions": self.conditions,
-                               "explanations": self.explanations})
+                               "explanations": self.explanations, "objects": self.objects})

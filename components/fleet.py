@@ -14,7 +14,7 @@ from components.cache import ModelCache, cache_clusters
 from components.cluster import InferenceCluster, InferenceClusterArgs, control_cluster
 from components.deployment import ModelDeployment, candidate_clusters
 from components.gateway import control_plane_gateway, gateway_url, workload_gateway
-from components.k8s import config_group, resource_name
+from components.k8s import register_objects, resource_name
 from components.report import deployment_outputs, placement_table, shortfalls
 from components.routes import service_routes
 from components.serving import ServingStack, modelexpress_objects
@@ -67,8 +67,8 @@ def _prepare_cluster(name: str, cluster: InferenceCluster, args: FleetArgs) -> l
         obj = render_namespace(ns, name)
         ready.append(k8s.core.v1.Namespace(resource_name(name, "ns", ns), metadata=obj["metadata"], opts=child))
         if spec.spec.stack == "Dynamo":
-            config_group(resource_name(name, ns, "modelexpress"), modelexpress_objects(ns),
-                         pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=list(ready)))
+            register_objects(name, modelexpress_objects(ns),
+                             pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=list(ready)))
     return ready
 
 

@@ -9,6 +9,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+# Staging a model or starting an engine on it outlasts the provider's 10-minute default.
+SLOW = pulumi.CustomTimeouts(create="60m", update="60m")
+SLOW_KINDS = ("Job", "Deployment")
 
 
 def resource_name(*parts: str) -> str:
@@ -16,27 +19,37 @@ def resource_name(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "-", "-".join(p for p in parts if p))
 
 
-def config_group(name: str, objs: pulumi.Input[Sequence[dict]], opts: pulumi.ResourceOptions,
-                 skip_await: bool = False) -> k8s.yaml.v2.ConfigGroup:
-    """One ConfigGroup whose children are named `<name>:<ns>/<obj>`: the prefix keeps two
-    groups that render an object of the same name (on different clusters) apart."""
-    return k8s.yaml.v2.ConfigGroup(name, objs=objs, resource_prefix=name, skip_await=skip_await, opts=opts)
+def type_token(api_version: str, kind: str) -> str:
+    group, _, version = api_version.rpartition("/")
+    return f"kubernetes:{group or 'core'}/{version}:{kind}"
 
 
-def split_kinds(objs: Iterable[dict], kinds: Sequence[str]) -> tuple[list[dict], list[dict]]:
-    """(objects of the given kinds, the rest), order kept."""
-    chosen, rest = [], []
-    for obj in objs:
-        (chosen if obj.get("kind") in kinds else rest).append(obj)
-    return chosen, rest
+class RenderedObject(pulumi.CustomResource):
+    """Any rendered manifest, registered as the Kubernetes resource of its kind
+    (`kubernetes:<group>/<version>:<Kind>`, what the typed classes register too).
+
+    Not a yaml/v2 ConfigGroup: that needs every kind's scope before it can register its
+    children, which a render-to-directory provider without a cluster cannot learn for
+    CRDs (LeaderWorkerSet, PodCliqueSet) or kinds newer than the plugin
+    (resource.k8s.io/v1)."""
+
+    def __init__(self, name: str, obj: dict, opts: pulumi.ResourceOptions | None = None):
+        extra = pulumi.ResourceOptions(version=k8s._utilities.get_version())
+        if obj.get("kind") in SLOW_KINDS:
+            extra.custom_timeouts = SLOW
+        super().__init__(type_token(obj["apiVersion"], obj["kind"]), name, plain(obj),
+                         pulumi.ResourceOptions.merge(opts, extra))
 
 
-def unique_by_name(objs: Iterable[dict]) -> list[dict]:
-    seen: dict[tuple, dict] = {}
-    for obj in objs:
-        meta = obj.get("metadata") or {}
-        seen.setdefault((obj.get("kind"), meta.get("namespace"), meta.get("name")), obj)
-    return [seen[k] for k in sorted(seen, key=lambda k: tuple(str(x) for x in k))]
+def object_name(cluster: str, obj: dict) -> str:
+    """`<cluster>:<namespace>/<name>`: unique per kind across clusters (the kind is in the
+    type token), readable in previews."""
+    meta = obj["metadata"]
+    return f"{cluster}:{meta.get('namespace', '')}/{meta['name']}" if meta.get("namespace") else f"{cluster}:{meta['name']}"
+
+
+def register_objects(cluster: str, objs: Iterable[dict], opts: pulumi.ResourceOptions) -> list[RenderedObject]:
+    return [RenderedObject(object_name(cluster, obj), obj, opts) for obj in objs]
 
 
 def child_opts(parent: pulumi.Resource, provider: pulumi.ProviderResource | None,

@@ -61,6 +61,11 @@ class Run:
         assert len(found) == 1, f"{len(found)} resources named {name!r}"
         return found[0]
 
+    def objects(self, component: str, cluster: str) -> list[dict]:
+        """The Kubernetes objects a component registered on one cluster."""
+        return [r.inputs for r in self.resources
+                if r.parent.endswith(f"::{component}") and r.name.startswith(f"{cluster}:")]
+
     def provider_of(self, reg: Registration) -> str:
         """The name of the provider resource a registration uses (from its reference
         `urn::id`), following component parents for providers=[...] inheritance."""

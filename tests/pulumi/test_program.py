@@ -25,8 +25,6 @@ def uses_cluster_provider(run, cluster_providers: set[str]) -> None:
             assert run.provider_of(reg) in cluster_providers, (reg.typ, reg.name, reg.provider)
 
 
-def group_objects(run, name: str) -> list[dict]:
-    return run.named(name).inputs["objs"]
 
 
 @pytest.fixture(scope="module")
@@ -46,13 +44,15 @@ def test_render_stack_registers_one_rendering_provider_per_cluster(render):
 
 
 def test_render_stack_places_each_replica_on_its_cluster_only(render):
-    chat_eu = group_objects(render, "ml-team-chat-eu-west")
+    chat_eu = render.objects("ml-team-chat", "eu-west")
     assert {o["kind"] for o in chat_eu} >= {"Deployment", "Service", "ResourceClaimTemplate"}
     assert all(o["metadata"]["labels"]["modelplane.ai/cluster"] == "eu-west" for o in chat_eu)
-    assert group_objects(render, "ml-team-chat-us-east") == []
-    assert group_objects(render, "ml-team-chat-canary-eu-west") == []
-    assert render.provider_of(render.named("ml-team-chat-eu-west")) == "eu-west-k8s"
-    assert render.named("ml-team-chat-eu-west").inputs["resourcePrefix"] == "ml-team-chat-eu-west"
+    assert render.objects("ml-team-chat", "us-east") == []
+    assert render.objects("ml-team-chat-canary", "eu-west") == []
+    service = render.named("eu-west:ml-team/chat-2e4ec", "kubernetes:core/v1:Service")
+    assert render.provider_of(service) == "eu-west-k8s" and service.parent.endswith("::ml-team-chat")
+    rct = [r for r in render.resources if r.typ == "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate"]
+    assert len(rct) == 2 and all(r.custom for r in rct)
 
 
 def test_render_stack_outputs_are_resolved(render):
@@ -80,8 +80,11 @@ def test_components_carry_props_and_labels(render):
     assert dep.inputs["clusters"] == ["eu-west", "us-east"] and dep.inputs["manifest"]["kind"] == "ModelDeployment"
     cluster = render.named("eu-west")
     assert cluster.inputs["source"] == "Kind" and cluster.inputs["renderDir"]
-    for reg in render.of_type("kubernetes:apps/v1:Deployment") + render.of_type("kubernetes:core/v1:ConfigMap"):
-        assert reg.inputs["metadata"]["labels"]["app.kubernetes.io/part-of"] == "modelplane"
+    # labels on everything: ours say part-of modelplane, the renderers' say managed-by modelplane
+    for reg in render.resources:
+        if reg.typ.startswith("kubernetes:") and reg.custom:
+            labels = reg.inputs["metadata"]["labels"]
+            assert "modelplane" in (labels.get("app.kubernetes.io/part-of"), labels.get("app.kubernetes.io/managed-by")), reg.name
     placement = render.named("fleet-placement")
     assert placement.typ == "pulumi-python:dynamic/modelplane:FleetPlacement"
     assert {"fleet", "accounting", "__provider"} <= set(placement.inputs)
@@ -177,10 +180,10 @@ def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secre
     east = run.named("byo-east-k8s")
     assert east.inputs["kubeconfig"].startswith("apiVersion")
     assert run.named("byo-west-k8s").inputs["kubeconfig"].endswith("byo-west.yaml")
-    labeler = group_objects(run, "byo-east-pool-labels")
+    labeler = run.objects("byo-east", "byo-east")
     job = next(o for o in labeler if o["kind"] == "Job")
     assert "node.kubernetes.io/instance-type=a2-ultragpu-4g" in job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    assert not [r for r in run.resources if r.name == "byo-west-pool-labels"]  # mode Present
+    assert not [o for o in run.objects("byo-west", "byo-west") if o["kind"] == "Job"]  # mode Present
     egress = run.named("modelplane-gateway-egress")
     assert egress.typ == "kubernetes:core/v1:Secret"
     assert run.secret_inputs(egress) >= {"stringData"}
@@ -205,12 +208,12 @@ def test_dynamo_example_installs_grove_kai_and_modelexpress():
     assert "dynamo-local-serving-lws" not in charts
     queue = run.named("dynamo-local-serving-kai-queue")
     assert queue.typ == "kubernetes:scheduling.run.ai/v2:Queue"
-    objs = group_objects(run, "ml-team-qwen-gang-dynamo-local")
+    objs = run.objects("ml-team-qwen-gang", "dynamo-local")
     assert "PodCliqueSet" in {o["kind"] for o in objs}
-    mx = group_objects(run, "dynamo-local-ml-team-modelexpress")
-    assert {o["metadata"]["name"] for o in mx} == {"modelexpress-server"}
-    cache = {r.name: r for r in run.resources if r.name.startswith("cache-ml-team-qwen")}
-    assert {o["kind"] for o in cache["cache-ml-team-qwen-dynamo-local"].inputs["objs"]} == {"PersistentVolumeClaim", "Job"}
+    assert run.named("dynamo-local:ml-team/qwen-gang-713bd-vl-93e6a").typ == "kubernetes:grove.io/v1alpha1:PodCliqueSet"
+    mx = [o for o in run.objects("dynamo-local", "dynamo-local") if o["metadata"]["name"] == "modelexpress-server"]
+    assert {o["kind"] for o in mx} == {"Deployment", "Service"}
+    assert {o["kind"] for o in run.objects("cache-ml-team-qwen", "dynamo-local")} == {"PersistentVolumeClaim", "Job"}
 
 
 def test_shortfall_warns_with_explanations(tmp_path):
@@ -230,7 +233,8 @@ def test_two_runs_keep_replicas_put(tmp_path):
     (tmp_path / "fleet.yaml").write_text(fleet_text({"ap-south": 1, "eu-west": 1, "us-east": 1}, {"chat": 1}, service=True))
     second = run_program("render", config={"manifests": str(tmp_path)}, previous=first.state)
     assert resolve(second.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "eu-west"
-    assert group_objects(second, "ml-team-chat-ap-south") == []
+    assert second.objects("ml-team-chat", "ap-south") == []
+    assert second.objects("ml-team-chat", "eu-west")
     fresh = run_program("render", config={"manifests": str(tmp_path)})
     assert resolve(fresh.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "ap-south"
 
@@ -238,7 +242,7 @@ def test_two_runs_keep_replicas_put(tmp_path):
 def test_preview_mode_still_knows_the_placement():
     run = run_program("render", preview=True)
     assert resolve(run.outputs["deployments"])["ml-team/chat"]["replicas"]
-    assert group_objects(run, "ml-team-chat-eu-west")
+    assert run.objects("ml-team-chat", "eu-west")
 
 
 def test_resolve_fails_on_an_unresolved_output():
