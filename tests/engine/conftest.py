@@ -80,11 +80,20 @@ def engine_env() -> dict[str, str]:
 class EngineStack:
     """One throwaway stack of the repository's program, with its own manifests and render dir."""
 
-    def __init__(self, stack: Any, name: str, render_dir: Path, config_file: Path):
+    def __init__(self, stack: Any, name: str, render_dir: Path, config_file: Path, env: dict[str, str]):
         self.stack = stack
         self.name = name
         self.render_dir = render_dir
         self.config_file = config_file
+        self.env = env
+
+    def export_text(self) -> str:
+        """`pulumi stack export` exactly as a person runs it (the Automation API's
+        export_stack adds --show-secrets, which decrypts every secret)."""
+        proc = subprocess.run(["pulumi", "stack", "export", "--stack", self.name], cwd=REPO,
+                              env={**os.environ, **self.env}, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
 
     def set_manifests(self, path: Path) -> None:
         from pulumi import automation as auto
@@ -128,7 +137,7 @@ def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., Engi
         except Exception:
             config_file.unlink(missing_ok=True)
             raise
-        es = EngineStack(stack, name, render_dir, config_file)
+        es = EngineStack(stack, name, render_dir, config_file, env)
         made.append(es)
         return es
 

@@ -163,8 +163,9 @@ def test_stack_export_holds_no_secret_in_plain_text(make_stack):
         json.dumps({"ml-team/together-key": canaries[1]}), secret=True))
     result = es.stack.up(color="never")
     assert result.summary.result == "succeeded", result.stdout
-    exported = json.dumps(es.stack.export_stack().deployment)
+    exported = es.export_text()
     assert "ciphertext" in exported, "no encrypted secret in the state: the canaries never reached a resource"
     for canary in canaries:
         assert canary not in exported, f"secret {canary[:12]}... is in plain text in `pulumi stack export`"
+        assert canary not in json.dumps(json.loads(exported))  # nor hidden behind JSON escaping
         assert canary not in es.config_file.read_text()
