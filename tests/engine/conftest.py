@@ -19,6 +19,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Callable
@@ -105,6 +106,14 @@ class EngineStack:
 def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., EngineStack]:
     from pulumi import automation as auto
 
+    # Stack files of runs that were killed before their teardown (older than two hours, so a
+    # concurrent run's files are left alone).
+    for stale in (REPO / "stacks").glob("Pulumi.enginetest-*.yaml"):
+        try:
+            if time.time() - stale.stat().st_mtime > 7200:
+                stale.unlink()
+        except OSError:
+            pass
     made: list[EngineStack] = []
     state = tmp_path / "state"
     home = tmp_path / "pulumi-home"
