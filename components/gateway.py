@@ -14,7 +14,9 @@ import yaml
 from components.labels import k8s_labels
 from components.pool_labels import NAMESPACE
 
-TRAEFIK_IMAGE = "traefik:v3.7.11"
+# The configuration (retry on 502-504, failover services) was measured on Traefik 3.7.15;
+# an older image rejects the whole file, so the deployed gateway runs the tested version.
+TRAEFIK_IMAGE = "traefik:v3.7.15"
 WEB_PORT = 8000
 # Kind: fixed NodePorts; the control plane reaches workload gateways on the first, and
 # the host reaches the control-plane gateway on the second (see sources/kind.py).
