@@ -158,7 +158,7 @@ def _message(model: type[BaseModel], err: dict) -> str:
         hint = f"; fields allowed here: {', '.join(allowed)}" if allowed else ""
         return f"unknown field {err['loc'][-1]!r}{hint}"
     if kind == "missing":
-        return "required field is missing"
+        return f"required field {err['loc'][-1]!r} is missing; add it here"
     if kind == "value_error":
         return msg.removeprefix("Value error, ")
     if isinstance(got, (str, int, float, bool)) and not isinstance(got, dict):

@@ -251,3 +251,9 @@ def test_member_may_declare_nixl_but_no_other_reserved_annotation():
     assert leader.template.metadata.annotations == {"modelplane.ai/nixl": "true"}
     with pytest.raises(ManifestError, match="reserved prefix"):
         load_manifest_text(fleet_text(CLASS, CACHE, with_nixl.replace("modelplane.ai/nixl", "modelplane.ai/other")))
+
+
+def test_missing_field_names_itself():
+    with pytest.raises(ManifestError) as err:
+        load_manifest_text(CACHE.replace("    sizeGiB: 40\n", ""))
+    assert "at spec.huggingFace.sizeGiB: required field 'sizeGiB' is missing; add it here" in str(err.value)
