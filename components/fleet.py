@@ -34,14 +34,14 @@ class FleetResources:
     outputs: dict[str, Any] = field(default_factory=dict)
 
 
-def _namespaces(fleet: Any, cluster: str) -> set[str]:
+def _namespaces(fleet: Any, cluster: str, include_builtin: bool = False) -> set[str]:
     """Namespaces anything may be rendered into on a cluster (static, so namespaces do
     not come and go with replicas)."""
     from modelplane.render.namespace import BUILTIN_NAMESPACES
 
     used = {key[0] for key, dep in fleet.deployments.items() if cluster in candidate_clusters(fleet, dep)}
     used |= {key[0] for key, cache in fleet.caches.items() if cluster in cache_clusters(fleet, cache)}
-    return used - BUILTIN_NAMESPACES
+    return used if include_builtin else used - BUILTIN_NAMESPACES
 
 
 def _workload_cluster(name: str, spec: Any, args: FleetArgs) -> InferenceCluster:
@@ -55,7 +55,7 @@ def _workload_cluster(name: str, spec: Any, args: FleetArgs) -> InferenceCluster
 
 def _prepare_cluster(name: str, cluster: InferenceCluster, args: FleetArgs) -> list[pulumi.Resource]:
     """Serving stack and namespaces; returns what workloads on the cluster wait for."""
-    from modelplane.render import render_namespace
+    from modelplane.render import render_mock_engine_configmap, render_namespace, ships_mock_engine
 
     fleet, spec = args.fleet, args.fleet.clusters[name]
     child = pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=[cluster.namespace])
@@ -69,6 +69,14 @@ def _prepare_cluster(name: str, cluster: InferenceCluster, args: FleetArgs) -> l
         if spec.spec.stack == "Dynamo":
             register_objects(name, modelexpress_objects(ns),
                              pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=list(ready)))
+    if ships_mock_engine(spec):
+        # Kind regions run the examples' mock engine from a stock image; its source
+        # travels as a ConfigMap the engine pods mount (modelplane/render/mock_engine.py).
+        for ns in sorted(_namespaces(fleet, name, include_builtin=True)):
+            obj = render_mock_engine_configmap(ns, name)
+            ready.append(k8s.core.v1.ConfigMap(
+                resource_name(name, "mock-engine", ns), metadata=obj["metadata"], data=obj["data"],
+                opts=pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=list(ready))))
     return ready
 
 

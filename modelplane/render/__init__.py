@@ -7,6 +7,7 @@ files) and the Pulumi components.
 from .cache import cache_storage_class, render_cache
 from .fleet import render_cluster_manifests
 from .meta import RenderError
+from .mock_engine import render_mock_engine_configmap, ships_mock_engine
 from .namespace import render_namespace
 from .replica import render_replica
 
@@ -15,6 +16,8 @@ __all__ = [
     "cache_storage_class",
     "render_cache",
     "render_cluster_manifests",
+    "render_mock_engine_configmap",
     "render_namespace",
     "render_replica",
+    "ships_mock_engine",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .context import MemberContext
 from .env import injected_env, merge_env
 from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
+from .mock_engine import mock_engine_mount, ships_mock_engine
 
 DSHM_VOLUME = "dshm"
 CACHE_VOLUME = "model-cache"
@@ -75,6 +76,8 @@ def engine_container(m: MemberContext) -> dict:
     mounts = [{"name": DSHM_VOLUME, "mountPath": "/dev/shm"}]
     if m.replica.cache is not None:
         mounts.append({"name": CACHE_VOLUME, "mountPath": CACHE_MOUNT})
+    if ships_mock_engine(m.replica.cluster):
+        mounts.append(mock_engine_mount())
     container["volumeMounts"] = mounts + spec.pop("volumeMounts", [])
     container.update(spec)  # anything else the API model may carry, passed through
     return container

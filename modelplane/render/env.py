@@ -36,6 +36,7 @@ def injected_env(m: MemberContext) -> list[dict]:
         # No MODELPLANE_RANK: env expansion cannot add 1 to GROVE_PCLQ_POD_INDEX, so a
         # worker's rank is GROVE_PCLQ_POD_INDEX + 1 computed by its own command.
         env.append(value("MODELPLANE_LEADER_ADDRESS", GROVE_LEADER_ADDRESS))
+    env.append(value("MODELPLANE_REPLICA", r.name))
     if r.cache is not None:
         env += [value("HF_HUB_CACHE", CACHE_MOUNT),
                 # Offline turns a revision or layout mismatch into a startup error instead

@@ -7,6 +7,7 @@ from typing import Any
 
 from .cache import cache_matches, cache_storage_class, render_cache
 from .meta import RenderError
+from .mock_engine import render_mock_engine_configmap, ships_mock_engine
 from .namespace import BUILTIN_NAMESPACES, render_namespace
 from .replica import render_replica
 
@@ -14,6 +15,7 @@ from .replica import render_replica
 # pods that mount it, claim templates before the pods that reference them.
 KIND_ORDER = {
     "Namespace": 0,
+    "ConfigMap": 1,
     "PersistentVolumeClaim": 1,
     "Job": 2,
     "ResourceClaimTemplate": 3,
@@ -60,5 +62,7 @@ def render_cluster_manifests(fleet: Any, placement: Any) -> dict[str, list[dict]
     for name, objects in out.items():
         namespaces = {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]}
         objects += [render_namespace(ns, name) for ns in sorted(namespaces - BUILTIN_NAMESPACES)]
+        if ships_mock_engine(fleet.clusters[name]):
+            objects += [render_mock_engine_configmap(ns, name) for ns in sorted(namespaces)]
         objects.sort(key=sort_key)
     return out

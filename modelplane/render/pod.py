@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .context import MemberContext
 from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
+from .mock_engine import mock_engine_volume, ships_mock_engine
 from .meta import (
     CLAIM_NAME, LABEL_CLIQUE_ROLE, LABEL_ENGINE, LABEL_LWS_ROLE, LABEL_PD_ROLE, LABEL_POOL,
     LABEL_SERVING, LABEL_WORKLOAD, KAI_SCHEDULER,
@@ -61,6 +62,8 @@ def pod_spec(m: MemberContext) -> dict:
     volumes = [{"name": DSHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
     if m.replica.cache_pvc:
         volumes.append({"name": CACHE_VOLUME, "persistentVolumeClaim": {"claimName": m.replica.cache_pvc}})
+    if ships_mock_engine(m.replica.cluster):
+        volumes.append(mock_engine_volume())
     spec["volumes"] = volumes
     return spec
 

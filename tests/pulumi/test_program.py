@@ -123,6 +123,13 @@ def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
     assert providers["eu-west-k8s"].inputs["clusterIdentifier"] == "eu-west"
     uses_cluster_provider(run, set(providers))
     assert resolve(run.outputs["services"])["ml-team/chat"]["url"] == "http://localhost:8080/ml-team/chat"
+    # the examples' engines run `python /opt/modelplane/mock_engine.py`: each region ships it
+    mock = {r.name: r for r in run.of_type("kubernetes:core/v1:ConfigMap") if "mock-engine" in r.name}
+    assert {run.provider_of(r) for r in mock.values()} == {"eu-west-k8s", "us-east-k8s"}
+    for r in mock.values():
+        assert r.inputs["metadata"]["name"] == "modelplane-mock-engine"
+        assert r.inputs["metadata"]["namespace"] == "ml-team"
+        assert "def main" in r.inputs["data"]["mock_engine.py"]
 
 
 def test_kind_rejects_the_deadlocking_kubelet(tmp_path):

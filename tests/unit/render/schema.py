@@ -13,7 +13,7 @@ from kubernetes_validate import utils
 from referencing import Registry, Resource
 
 K8S_VERSION = "1.35"
-CORE_KINDS = {"Namespace", "Service", "PersistentVolumeClaim", "Job", "Deployment", "ResourceClaimTemplate"}
+CORE_KINDS = {"Namespace", "ConfigMap", "Service", "PersistentVolumeClaim", "Job", "Deployment", "ResourceClaimTemplate"}
 
 
 @lru_cache(maxsize=None)

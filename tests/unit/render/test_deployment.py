@@ -109,7 +109,8 @@ def test_no_cache_means_no_mount_and_no_revision():
     objects = render_replica(fl, fl.deployments[("default", "duo")], rep, "kind-a")
     for dep in by_kind(objects, "Deployment"):
         engine = dep["spec"]["template"]["spec"]["containers"][0]
-        assert [v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]] == ["dshm"]
+        # kind-a is a Kind cluster: the mock engine's ConfigMap volume rides along
+        assert [v["name"] for v in dep["spec"]["template"]["spec"]["volumes"]] == ["dshm", "mock-engine"]
         assert "HF_HUB_CACHE" not in env_names(engine) and "args" not in engine
         assert engine["command"] == ["serve"]
 

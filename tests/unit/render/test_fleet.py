@@ -78,7 +78,7 @@ def test_objects_are_sorted_dependencies_first():
     fl = full_fleet()
     objects = render_cluster_manifests(fl, _placement(fl))["kind-a"]
     kinds = [o["kind"] for o in objects]
-    order = ["Namespace", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment", "Service"]
+    order = ["Namespace", "ConfigMap", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment", "Service"]
     assert kinds == sorted(kinds, key=order.index)
     assert kinds[0] == "Namespace" and kinds[-1] == "Service"
 

@@ -26,7 +26,7 @@ OBJECTS = _everything()
 
 def test_all_kinds_are_covered():
     kinds = {o["kind"] for o in OBJECTS}
-    assert kinds == {"Namespace", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment",
+    assert kinds == {"Namespace", "ConfigMap", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment",
                      "LeaderWorkerSet", "PodCliqueSet", "Service"}
 
 
