@@ -46,7 +46,7 @@ def _namespaces(fleet: Any, cluster: str, include_builtin: bool = False) -> set[
 
 def _workload_cluster(name: str, spec: Any, args: FleetArgs) -> InferenceCluster:
     access = args.access.get(name, ClusterAccess())
-    gw = args.fleet.gateways.get("default")
+    gw = args.fleet.control_gateway()
     hosts_control = gw is not None and gw.spec.cluster_name == name
     cargs = InferenceClusterArgs(cluster=spec, fleet=args.fleet, access=access, render_dir=args.render_dir,
                                  host_port=CONTROL_HOST_PORT if hosts_control else None, aws=args.aws, gcp=args.gcp)
@@ -59,7 +59,10 @@ def _prepare_cluster(name: str, cluster: InferenceCluster, args: FleetArgs) -> l
 
     fleet, spec = args.fleet, args.fleet.clusters[name]
     child = pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=[cluster.namespace])
-    stack = ServingStack(f"{name}-serving", spec, fleet, args.install_charts,
+    existing = spec.spec.cluster.existing
+    provided = existing is not None and existing.components == "Provided"
+    # components: Provided means the platform team already runs the serving stack there.
+    stack = ServingStack(f"{name}-serving", spec, fleet, args.install_charts and not provided,
                          pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider],
                                                 depends_on=[cluster.namespace]))
     ready: list[pulumi.Resource] = [cluster.namespace, stack, *stack.ready]
@@ -81,10 +84,16 @@ def _prepare_cluster(name: str, cluster: InferenceCluster, args: FleetArgs) -> l
 
 
 def _control(args: FleetArgs, clusters: dict[str, InferenceCluster]) -> tuple[str, InferenceCluster, bool]:
-    gw = args.fleet.gateways.get("default")
+    gw = args.fleet.control_gateway()
+    if gw is not None and (gw.spec.tls or gw.spec.auth):
+        # Refuse rather than serve plain HTTP to callers who asked for TLS or API keys.
+        raise ValueError(f"InferenceGateway {gw.metadata.name}: spec.tls and spec.auth are not implemented by this "
+                         "program yet; remove them (the gateway serves plain HTTP without caller authentication) "
+                         "or terminate TLS and authenticate in front of it")
     if gw is not None and gw.spec.cluster_name:
         if gw.spec.cluster_name not in clusters:
-            raise ValueError(f"InferenceGateway default names cluster {gw.spec.cluster_name!r}, which is not in the fleet")
+            raise ValueError(f"InferenceGateway {gw.metadata.name} names cluster {gw.spec.cluster_name!r}, "
+                             "which is not in the fleet")
         name = gw.spec.cluster_name
         return name, clusters[name], args.fleet.clusters[name].source == "Kind"
     cp = args.control_plane

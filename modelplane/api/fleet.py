@@ -66,6 +66,12 @@ class Fleet:
             setattr(self, name, {k: table[k] for k in sorted(table)})
         return self
 
+    def control_gateway(self) -> InferenceGateway | None:
+        """The gateway the program deploys: v0.3.1's singleton `default`, else the only one."""
+        if "default" in self.gateways:
+            return self.gateways["default"]
+        return next(iter(self.gateways.values())) if len(self.gateways) == 1 else None
+
     def cache_for(self, deployment: ModelDeployment) -> ModelCache | None:
         ref = deployment.spec.template.spec.model_cache_ref
         return self.caches.get((deployment.metadata.namespace or "default", ref.name)) if ref else None

@@ -121,19 +121,26 @@ class VultrProvisioning(ApiModel):
     accelerator: Accelerator
 
 
+class VultrBaremetalProvisioning(ApiModel):
+    plan: Annotated[str, Field(min_length=1, max_length=63)]
+    accelerator: Accelerator
+
+
 class Provisioning(ApiModel):
-    provider: Literal["GKE", "EKS", "AKS", "Nebius", "Vultr"]
+    provider: Literal["GKE", "EKS", "AKS", "Nebius", "Vultr", "VultrBaremetal"]
     gke: GkeProvisioning | None = None
     eks: EksProvisioning | None = None
     aks: AksProvisioning | None = None
     nebius: NebiusProvisioning | None = None
     vultr: VultrProvisioning | None = None
+    vultr_baremetal: VultrBaremetalProvisioning | None = None
 
     @model_validator(mode="after")
     def _block(self) -> "Provisioning":
-        block = self.provider.lower()
+        block = "vultr_baremetal" if self.provider == "VultrBaremetal" else self.provider.lower()
         if getattr(self, block) is None:
-            raise ValueError(f"provisioning.{block} is required when provider is {self.provider}")
+            alias = "vultrBaremetal" if block == "vultr_baremetal" else block
+            raise ValueError(f"provisioning.{alias} is required when provider is {self.provider}")
         return self
 
 

@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .common import ApiModel, KindObject, LabelSelector, check_unique, check_user_labels
 
-SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr")
+SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBaremetal")
 DEFAULT_KIND_NODE_IMAGE = "kindest/node:v1.35.1"
 
 
@@ -40,6 +40,8 @@ class ExistingSource(ApiModel):
     secret_ref: KeyedSecretRef | None = None
     identity_secret_ref: IdentitySecretRef | None = None
     cache: CacheStorage | None = None
+    # Provided: the cluster already runs the serving components; install none of them.
+    components: Literal["Managed", "Provided"] = "Managed"
 
 
 class KindSource(ApiModel):
@@ -66,8 +68,19 @@ class NebiusSource(ApiModel):
     credentials: Credentials = Field(default_factory=Credentials)
 
 
+class SshAccess(ApiModel):
+    secret_ref: KeyedSecretRef
+
+
+class VultrBaremetalSource(ApiModel):
+    region: Annotated[str, Field(min_length=1, max_length=32)]
+    kubernetes_version: str | None = None
+    ssh: SshAccess | None = None
+    credentials: Credentials = Field(default_factory=Credentials)
+
+
 class ClusterSource(ApiModel):
-    source: Literal["Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr"]
+    source: Literal["Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBaremetal"]
     endpoint_access: str | None = None
     kind: KindSource | None = None
     eks: CloudSource | None = None
@@ -76,6 +89,7 @@ class ClusterSource(ApiModel):
     aks: AksSource | None = None
     nebius: NebiusSource | None = None
     vultr: CloudSource | None = None
+    vultr_baremetal: VultrBaremetalSource | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -87,13 +101,22 @@ class ClusterSource(ApiModel):
 
     @model_validator(mode="after")
     def _block(self) -> "ClusterSource":
-        block = self.source.lower()
+        block = _block_field(self.source)
         if getattr(self, block) is None:
-            raise ValueError(f"cluster.{block} is required when source is {self.source}")
-        others = [s.lower() for s in SOURCES if s.lower() != block and getattr(self, s.lower()) is not None]
+            raise ValueError(f"cluster.{_camel(block)} is required when source is {self.source}")
+        others = [_block_field(s) for s in SOURCES if _block_field(s) != block and getattr(self, _block_field(s)) is not None]
         if others:
-            raise ValueError(f"cluster.{others[0]} is set but source is {self.source}; remove it or change source")
+            raise ValueError(f"cluster.{_camel(others[0])} is set but source is {self.source}; remove it or change source")
         return self
+
+
+def _block_field(source: str) -> str:
+    return "vultr_baremetal" if source == "VultrBaremetal" else source.lower()
+
+
+def _camel(field: str) -> str:
+    head, *rest = field.split("_")
+    return head + "".join(part.title() for part in rest)
 
 
 class Taint(ApiModel):

@@ -1,4 +1,9 @@
-"""InferenceGateway: the control-plane gateway (semantics §1.10)."""
+"""InferenceGateway: the control-plane gateway (semantics §1.10).
+
+Two generations of the reference are accepted: v0.3.1's singleton `default` with
+`backend: Traefik` and its Helm settings, and the newer form that runs on an
+InferenceCluster (`clusterName`) with optional TLS and caller API keys.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector
+from .common import ApiModel, KindObject, LabelSelector, NameRef
 
 
 class Metallb(ApiModel):
@@ -25,10 +30,26 @@ class TraefikSettings(ApiModel):
         return self
 
 
+class GatewayTls(ApiModel):
+    certificate_refs: Annotated[list[NameRef], Field(min_length=1, max_length=8)]
+
+
+class ApiKeyAuth(ApiModel):
+    secret_selector: LabelSelector
+
+
+class GatewayAuth(ApiModel):
+    method: Literal["APIKey"] = "APIKey"
+    api_key: ApiKeyAuth
+
+
 class InferenceGatewaySpec(ApiModel):
-    backend: Literal["Traefik"] = "Traefik"
+    backend: Literal["Traefik"] | None = None
     traefik: TraefikSettings | None = None
-    cluster_name: str | None = None
+    cluster_name: Annotated[str, Field(min_length=1)] | None = None
+    hostname: str | None = None
+    tls: GatewayTls | None = None
+    auth: GatewayAuth | None = None
     service_selector: LabelSelector | None = None
 
     @model_validator(mode="after")

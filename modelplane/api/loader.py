@@ -214,6 +214,17 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
                 known = ", ".join(fleet.classes) or "none defined"
                 issue(cluster, f"spec.nodePools[{i}].className",
                       f"InferenceClass {pool.class_name!r} does not exist (known: {known}); add it or fix the name")
+    for gateway in fleet.gateways.values():
+        name = gateway.spec.cluster_name
+        if name and name not in fleet.clusters:
+            issue(gateway, "spec.clusterName",
+                  f"InferenceCluster {name!r} does not exist (known: {', '.join(fleet.clusters) or 'none defined'}); "
+                  "the gateway runs on that cluster, so define it or fix the name")
+    if len(fleet.gateways) > 1:
+        gateway = next(iter(fleet.gateways.values()))
+        issue(gateway, "metadata.name",
+              f"{len(fleet.gateways)} InferenceGateways ({', '.join(fleet.gateways)}); this program deploys one "
+              "control-plane gateway, so keep only the one to deploy")
     for dep in fleet.deployments.values():
         spec = dep.spec.template.spec
         if spec.model_cache_ref and fleet.cache_for(dep) is None:

@@ -257,3 +257,68 @@ def test_missing_field_names_itself():
     with pytest.raises(ManifestError) as err:
         load_manifest_text(CACHE.replace("    sizeGiB: 40\n", ""))
     assert "at spec.huggingFace.sizeGiB: required field 'sizeGiB' is missing; add it here" in str(err.value)
+
+
+NEWER_GATEWAY = """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceGateway
+metadata: {name: local}
+spec:
+  clusterName: eks-us-east
+"""
+
+
+@pytest.mark.parametrize(
+    "extra, check",
+    [
+        ("", lambda gw: gw.spec.backend is None and gw.spec.cluster_name == "eks-us-east"),
+        ("  tls: {certificateRefs: [{name: eu-tls}]}\n"
+         "  auth: {method: APIKey, apiKey: {secretSelector: {matchLabels: {example.org/keys: 'true'}}}}\n"
+         "  serviceSelector: {matchLabels: {example.org/region: eu}}\n",
+         lambda gw: gw.spec.tls.certificate_refs[0].name == "eu-tls" and gw.spec.auth.method == "APIKey"),
+    ],
+    ids=["cluster-hosted", "tls-and-auth"],
+)
+def test_newer_reference_gateway_forms_load(extra, check):
+    fleet = load_manifest_text(fleet_text(CLASS, CLUSTER, NEWER_GATEWAY + extra))
+    assert check(fleet.gateways["local"]) and fleet.control_gateway() is fleet.gateways["local"]
+
+
+def test_v031_gateway_still_needs_its_traefik_settings():
+    doc = "apiVersion: modelplane.ai/v1alpha1\nkind: InferenceGateway\nmetadata: {name: default}\nspec: {backend: Traefik}\n"
+    with pytest.raises(ManifestError, match="traefik \\(with version, the Traefik Helm chart version\\) is required"):
+        load_manifest_text(doc)
+
+
+@pytest.mark.parametrize(
+    "doc, expected",
+    [
+        (NEWER_GATEWAY.replace("eks-us-east", "nowhere"), "InferenceCluster 'nowhere' does not exist"),
+        (NEWER_GATEWAY + "---\n" + NEWER_GATEWAY.replace("name: local", "name: other"),
+         "2 InferenceGateways (local, other); this program deploys one control-plane gateway"),
+    ],
+)
+def test_gateway_cross_references(doc, expected):
+    with pytest.raises(ManifestError, match=expected.replace("(", "\\(").replace(")", "\\)")):
+        load_manifest_text(fleet_text(CLASS, CLUSTER, doc))
+
+
+def test_existing_cluster_may_declare_provided_components():
+    provided = CLUSTER.replace("source: EKS\n    eks: {region: us-east-1}",
+                               "source: Existing\n    existing:\n      components: Provided\n"
+                               "      secretRef: {name: byo-kubeconfig}")
+    cluster = load_manifest_text(fleet_text(CLASS, provided)).clusters["eks-us-east"]
+    assert cluster.spec.cluster.existing.components == "Provided"
+    assert cluster.spec.cluster.existing.secret_ref.key == "kubeconfig"
+
+
+def test_vultr_bare_metal_source_and_provisioning_load():
+    klass = CLASS.replace("spec:\n  devices:", "spec:\n  provisioning:\n    provider: VultrBaremetal\n"
+                          "    vultrBaremetal: {plan: vbm-256c, accelerator: {type: amd-mi325x, count: 8}}\n  devices:")
+    cluster = CLUSTER.replace("source: EKS\n    eks: {region: us-east-1}",
+                              "source: VultrBaremetal\n    vultrBaremetal:\n      region: ord\n"
+                              "      ssh: {secretRef: {name: ssh}}")
+    fleet = load_manifest_text(fleet_text(klass, cluster))
+    assert fleet.clusters["eks-us-east"].source == "VultrBaremetal"
+    with pytest.raises(ManifestError, match="cluster.vultrBaremetal is required when source is VultrBaremetal"):
+        load_manifest_text(fleet_text(CLASS, CLUSTER.replace("source: EKS", "source: VultrBaremetal")))
