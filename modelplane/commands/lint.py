@@ -4,9 +4,10 @@ can gate manifests. Exit 1 when a mandatory check fails, 0 otherwise, 2 on inval
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
+
+from modelplane.commands.inputs import read_json, read_observed
 
 
 def add_parser(subparsers: Any) -> None:
@@ -27,22 +28,10 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _json_file(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from exc
-
-
-def _observed(data: Any) -> dict[str, dict[str, int]]:
-    ok = isinstance(data, dict) and all(
-        isinstance(pools, dict) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
-                                        for n in pools.values())
-        for pools in data.values())
-    if not ok:
+def _observed(path: str) -> dict[str, dict[str, int]]:
+    data = read_observed(path, "observed counts")
+    # The declared-capacity check compares these with nodeCount: a negative count is no count.
+    if any(n < 0 for pools in data.values() for n in pools.values()):
         raise ValueError('observed counts must be JSON like {"cluster": {"pool": 2}}')
     return data
 
@@ -53,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         fleet = load_manifests(args.manifests)
-        observed = _observed(_json_file(args.observed, "observed counts")) if args.observed else None
-        config = _json_file(args.config, "policy config") if args.config else {}
+        observed = _observed(args.observed) if args.observed else None
+        config = read_json(args.config, "policy config") if args.config else {}
         if not isinstance(config, dict):
             raise ValueError("policy config must be a JSON object keyed by policy name")
         levels = levels_from_config(config)

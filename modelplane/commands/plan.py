@@ -7,6 +7,7 @@ import json
 import sys
 from typing import Any
 
+from modelplane.commands.inputs import read_observed, read_previous
 from modelplane.scheduler import ACCOUNTING_MODES, FleetPlacement, PlacementFormatError, place_fleet
 
 
@@ -30,36 +31,13 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _read_json(path: str, what: str) -> Any:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from exc
-
-
-def _observed(data: Any, path: str) -> dict[str, dict[str, int]]:
-    ok = isinstance(data, dict) and all(
-        isinstance(pools, dict) and all(isinstance(n, int) and not isinstance(n, bool)
-                                        for n in pools.values())
-        for pools in data.values())
-    if not ok:
-        raise ValueError(f'observed capacity {path} must look like {{"cluster": {{"pool": 3}}}}')
-    return data
-
-
 def run(args: argparse.Namespace) -> int:
     from modelplane.api import ManifestError, load_manifests
 
     try:
         fleet = load_manifests(args.manifests)
-        previous = None
-        if args.previous:
-            previous = FleetPlacement.from_json(_read_json(args.previous, "previous placement"))
-        observed = _observed(_read_json(args.observed, "observed capacity"), args.observed) \
-            if args.observed else None
+        previous = read_previous(args.previous) if args.previous else None
+        observed = read_observed(args.observed) if args.observed else None
     except ManifestError as exc:
         print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
         return 2

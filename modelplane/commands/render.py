@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from typing import Any
@@ -27,19 +26,6 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _previous(path: str) -> Any:
-    from modelplane.scheduler import FleetPlacement
-
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise ValueError(f"cannot read previous placement {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"previous placement {path} is not valid JSON: {exc}") from exc
-    return FleetPlacement.from_json(data)
-
-
 def summary(placement: Any, manifests: dict[str, list[dict]]) -> str:
     lines = []
     for d in placement.deployments:
@@ -55,11 +41,12 @@ def run(args: argparse.Namespace) -> int:
     from modelplane.api import ManifestError, load_manifests
     from modelplane.render import RenderError, render_cluster_manifests
     from modelplane.render.output import write_cluster_dirs
+    from modelplane.commands.inputs import read_previous
     from modelplane.scheduler import PlacementFormatError, place_fleet
 
     try:
         fleet = load_manifests(args.manifests)
-        previous = _previous(args.previous) if args.previous else None
+        previous = read_previous(args.previous) if args.previous else None
         placement = place_fleet(fleet, previous=previous, accounting=args.accounting)
         manifests = render_cluster_manifests(fleet, placement)
     except ManifestError as exc:
