@@ -13,6 +13,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.labels import POOL, cloud_tags
+from components.sources import pool_provisioning
 
 DEFAULT_AMI = "AL2023_x86_64_NVIDIA"
 # EFA-capable network cards per instance type; the first card also carries IP traffic.
@@ -129,11 +130,7 @@ def eks_cluster(name: str, spec, fleet, settings, parent: pulumi.Resource) -> pu
 
 
 def _gpu_node_group(name, pool, fleet, cluster, node_role, vpc, subnets, opts) -> aws.eks.NodeGroup:
-    klass = fleet.classes.get(pool.class_name)
-    prov = klass.spec.provisioning.eks if klass and klass.spec.provisioning else None
-    if prov is None:
-        raise ValueError(f"InferenceCluster {name} pool {pool.name}: class {pool.class_name} has no "
-                         "provisioning.eks block (instanceType, accelerator)")
+    prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator")
     tags = cloud_tags(name, pool.name)
     efa = pool.fabric.type == "EFA"
     pool_zones = pool.zones or sorted(subnets)

@@ -14,6 +14,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.labels import POOL, gcp_labels
+from components.sources import pool_provisioning
 
 
 def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:
@@ -77,11 +78,7 @@ def _rdma_network_config(name: str, pool, settings, opts):
 
 
 def _gpu_pool(name, pool, fleet, cluster, region, settings, rdma, opts) -> gcp.container.NodePool:
-    klass = fleet.classes.get(pool.class_name)
-    prov = klass.spec.provisioning.gke if klass and klass.spec.provisioning else None
-    if prov is None:
-        raise ValueError(f"InferenceCluster {name} pool {pool.name}: class {pool.class_name} has no "
-                         "provisioning.gke block (machineType, accelerator)")
+    prov = pool_provisioning(name, pool, fleet, "gke", "machineType, accelerator")
     interconnect = _wants_rdma(pool)
     autoscaling = None
     if pool.max_node_count:
