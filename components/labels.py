@@ -3,11 +3,13 @@ label what they render)."""
 
 from __future__ import annotations
 
+# Re-exported for the components: one definition of the label contract, in the renderers.
+from modelplane.render.meta import LABEL_CLUSTER as CLUSTER  # noqa: F401
+from modelplane.render.meta import LABEL_POOL as POOL  # noqa: F401
+
 PART_OF = "app.kubernetes.io/part-of"
 MANAGED_BY = "app.kubernetes.io/managed-by"
 COMPONENT = "app.kubernetes.io/component"
-CLUSTER = "modelplane.ai/cluster"
-POOL = "modelplane.ai/pool"
 
 
 def k8s_labels(component: str, extra: dict[str, str] | None = None) -> dict[str, str]:

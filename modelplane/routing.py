@@ -12,9 +12,10 @@ from functools import reduce
 from typing import Any, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
-DEPLOYMENT_LABEL = "modelplane.ai/deployment"
-CLUSTER_LABEL = "modelplane.ai/cluster"
-REPLICA_INDEX_LABEL = "modelplane.ai/replica-index"
+from modelplane.render.meta import LABEL_CLUSTER as CLUSTER_LABEL
+from modelplane.render.meta import LABEL_DEPLOYMENT as DEPLOYMENT_LABEL
+from modelplane.render.meta import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
+
 # Gateway API caps a backendRef weight at 1,000,000; Traefik has no cap, but keeping
 # the same numbers means a generated config reads the same in either gateway.
 MAX_WEIGHT = 1_000_000

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from modelplane.render.meta import LABEL_POOL as POOL_LABEL
+
 from .context import CheckContext
 from .findings import MANDATORY, Finding
 from .registry import register
 
 POLICY = "pool-label-on-existing-clusters"
-POOL_LABEL = "modelplane.ai/pool"
 
 
 @register(POLICY, MANDATORY, "Existing clusters' pools must be labelled by the program or "
