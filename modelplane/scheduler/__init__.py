@@ -36,7 +36,7 @@ ACCOUNTING_MODES = ("Device", "Node")
 __all__ = [
     "ACCOUNTING_MODES", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
     "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced", "place_fleet",
-    "resolve_member_requests", "resolved_requests",
+    "resolve_member_requests",
 ]
 
 
@@ -111,17 +111,3 @@ def resolve_member_requests(fleet: Any, deployment: Any, engine: str, member_ind
         raise KeyError(f"engine {engine!r} member {member_index} does not match class "
                        f"{class_name!r}: {match}")
     return list(match.resolved)
-
-
-def resolved_requests(fleet: Any, namespace: str, deployment: str, engine: str,
-                      member_index: int, cluster: str, pool: str,
-                      selector_cache: Any | None = None) -> list[ResolvedRequest]:
-    """As `resolve_member_requests`, addressed by (cluster, pool) of a placed member."""
-    ic = fleet.clusters.get(cluster)
-    if ic is None:
-        raise KeyError(f"InferenceCluster {cluster!r} not found")
-    spec_pool = next((p for p in (ic.spec.node_pools or []) if p.name == pool), None)
-    if spec_pool is None or not getattr(spec_pool, "class_name", None):
-        raise KeyError(f"pool {pool!r} not published by cluster {cluster!r}")
-    return resolve_member_requests(fleet, fleet.deployments[(namespace, deployment)], engine,
-                                   member_index, spec_pool.class_name, selector_cache)

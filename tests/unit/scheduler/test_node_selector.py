@@ -4,7 +4,7 @@ and TestScheduleMembers tables, plus the matching worked examples of §2.10."""
 import pytest
 
 from modelplane.api import load_manifest_text
-from modelplane.scheduler import place_fleet, resolved_requests
+from modelplane.scheduler import place_fleet, resolve_member_requests
 from modelplane.scheduler.matching import Matcher, MemberMatch, NoMatch
 from modelplane.scheduler.shape import ClassView, DeviceKind, MemberShape, RequestShape
 
@@ -157,7 +157,8 @@ def test_members(case: Case) -> None:
 def test_synthetic_matches_resolve_nothing() -> None:
     fleet = load([*one(pool("ib", "h100-ib"), cls=[IB_CLASS]),
                   deployment("m", 1, engine("main", GPU_AND_NIC))])
-    got = resolved_requests(fleet, "default", "m", "main", 0, "a", "ib")
+    got = resolve_member_requests(fleet, fleet.deployments[("default", "m")], "main", 0,
+                                  fleet.clusters["a"].pool("ib").class_name)
     assert [(r.name, r.device_class_name, r.count) for r in got] == [("gpu", "gpu.nvidia.com", 1)]
 
 
