@@ -27,7 +27,6 @@ from pulumi.output import Unknown
 # Inputs that decide the placement; any change to them may move nothing but is an update.
 DRIVING_KEYS = ("fleet", "accounting", "observed")
 _UNKNOWN_TOKEN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
-ACCOUNTING_MODES = ("Device", "Node")
 
 
 def contains_unknown(value: Any) -> bool:
@@ -86,7 +85,7 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]):
     """(placement JSON, failures). Pure: the same olds and news give the same answer,
     which `pulumi up` relies on (check runs in its preview and again in its update)."""
     from modelplane.api import load_documents  # deferred: keeps this module's import cheap
-    from modelplane.scheduler import FleetPlacement, place_fleet
+    from modelplane.scheduler import ACCOUNTING_MODES, FleetPlacement, place_fleet
 
     accounting = news.get("accounting") or "Device"
     if accounting not in ACCOUNTING_MODES:
