@@ -117,11 +117,10 @@ class LabelSelector(ApiModel):
         return all(labels.get(k) == v for k, v in self.match_labels.items())
 
 
-class RequiredLabelSelector(ApiModel):
-    match_labels: dict[str, str]
+class RequiredLabelSelector(LabelSelector):
+    """A ModelService entry must say what it selects: matchLabels without a default."""
 
-    def matches(self, labels: dict[str, str]) -> bool:
-        return all(labels.get(k) == v for k, v in self.match_labels.items())
+    match_labels: dict[str, str]
 
 
 class NameRef(ApiModel):
