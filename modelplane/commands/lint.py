@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from modelplane.commands.inputs import read_json, read_observed
+from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING
 
 
 def add_parser(subparsers: Any) -> None:
@@ -23,8 +24,8 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--config", metavar="FILE",
                    help="policy config, the same JSON as `pulumi preview --policy-pack-config` "
                         "({\"policy\": \"advisory\"} or {\"policy\": {\"enforcementLevel\": ...}})")
-    p.add_argument("--accounting", choices=("Device", "Node"), default="Device",
-                   help="capacity unit for placement (default: Device)")
+    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default=DEFAULT_ACCOUNTING,
+                   help=f"capacity unit for placement (default: {DEFAULT_ACCOUNTING})")
     p.set_defaults(func=run)
 
 

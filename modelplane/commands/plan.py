@@ -8,7 +8,8 @@ import sys
 from typing import Any
 
 from modelplane.commands.inputs import read_observed, read_previous
-from modelplane.scheduler import ACCOUNTING_MODES, FleetPlacement, PlacementFormatError, place_fleet
+from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, PlacementFormatError, place_fleet
+from modelplane.scheduler.report import format_table
 
 
 def add_parser(subparsers: Any) -> None:
@@ -21,7 +22,7 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--previous", metavar="FILE",
                    help="previous placement (the --json output); its replicas are kept "
                         "where they still fit")
-    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default="Device",
+    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default=DEFAULT_ACCOUNTING,
                    help="capacity unit: Device (default, packs sub-node engines) or Node "
                         "(the reference: a claiming pod takes a whole node)")
     p.add_argument("--observed", metavar="FILE",
@@ -57,39 +58,3 @@ def run(args: argparse.Namespace) -> int:
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
-
-
-def _engines(replica: Any) -> str:
-    parts = []
-    for name, e in replica.engines.items():
-        members = set(e.member_pools) - {e.pool}
-        spans = f" (members {'+'.join(e.member_pools)})" if members else ""
-        parts.append(f"{name}->{e.pool}{spans}")
-    return ", ".join(parts)
-
-
-def _rows(header: tuple[str, ...], rows: list[tuple[str, ...]], indent: str) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-            for r in [header, *rows]]
-
-
-def format_table(placement: FleetPlacement, accounting: str = "Device") -> str:
-    out = [f"accounting: {accounting}"]
-    if not placement.deployments:
-        out.append("no ModelDeployments")
-    for d in placement.deployments:
-        out.append("")
-        out.append(f"{d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed")
-        for c in d.conditions:
-            out.append(f"  {c.type}={c.status} {c.reason}: {c.message}")
-        if d.replicas:
-            rows = [(r.name, r.cluster, str(r.index), _engines(r)) for r in d.replicas]
-            out += _rows(("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL"), rows, "  ")
-        for rep, why in getattr(d, "dropped", []):
-            out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why}")
-        for u in d.unplaced:
-            out.append(f"  unplaced replica #{u.index}:")
-            for cluster, why in u.reasons.items():
-                out.append(f"    {cluster}: {why}")
-    return "\n".join(out) + "\n"

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from modelplane.api import Fleet
+
 from .conditions import replicas_scheduled
-from .ledger import Ledger
+from .explain import selector_reason
+from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger
 from .matching import Matcher, MemberMatch, ResolvedRequest
 from .phases import Context, build_ledger, fill, retain, scale_down
 from .shape import compile_classes, compile_clusters, compile_deployment
@@ -31,12 +34,11 @@ from .types import (
     Unplaced,
 )
 
-ACCOUNTING_MODES = ("Device", "Node")
 
 __all__ = [
-    "ACCOUNTING_MODES", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
-    "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced", "place_fleet",
-    "resolve_member_requests",
+    "ACCOUNTING_MODES", "DEFAULT_ACCOUNTING", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
+    "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced", "candidate_clusters",
+    "place_fleet", "resolve_member_requests",
 ]
 
 
@@ -111,3 +113,15 @@ def resolve_member_requests(fleet: Any, deployment: Any, engine: str, member_ind
         raise KeyError(f"engine {engine!r} member {member_index} does not match class "
                        f"{class_name!r}: {match}")
     return list(match.resolved)
+
+
+def candidate_clusters(fleet: Fleet) -> dict[tuple[str, str], list[str]]:
+    """Per deployment, the clusters a replica of it can ever be placed or kept on: both
+    selectors match and, when it uses a ModelCache, the cache can be staged there. The
+    scheduler's own filter, before taints and capacity."""
+    clusters = compile_clusters(fleet)
+    out: dict[tuple[str, str], list[str]] = {}
+    for key in sorted(fleet.deployments):
+        shape = compile_deployment(fleet, key, fleet.deployments[key])
+        out[key] = [name for name, view in clusters.items() if selector_reason(shape, view) is None]
+    return out

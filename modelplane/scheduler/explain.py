@@ -23,6 +23,9 @@ def selector_reason(shape: DeploymentShape, cluster: ClusterView) -> str | None:
     miss = _label_mismatch(cluster.labels, shape.cache_selector)
     if miss:
         return f"ModelCache {shape.cache_name} clusterSelector does not match: {miss}"
+    if shape.cache_name and cluster.cache_problem:
+        # The renderer could not draw the cache's PVC there: refuse here, with its reason.
+        return f"ModelCache {shape.cache_name} cannot be staged on this cluster: {cluster.cache_problem}"
     return None
 
 

@@ -17,6 +17,11 @@ from typing import Iterable, Protocol
 Usage = tuple[int, tuple[int, ...]]
 PoolKey = tuple[str, str]
 
+# The ledger's units: Device (devices claimed, the default) or Node (the reference's
+# whole node per claiming pod).
+ACCOUNTING_MODES = ("Device", "Node")
+DEFAULT_ACCOUNTING = "Device"
+
 
 class PoolState(Protocol):
     unit: str
@@ -132,8 +137,8 @@ class DevicePool:
 
 class Ledger:
     def __init__(self, accounting: str) -> None:
-        if accounting not in ("Node", "Device"):
-            raise ValueError(f"accounting must be Node or Device, not {accounting!r}")
+        if accounting not in ACCOUNTING_MODES:
+            raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
         self.accounting = accounting
         self._pools: dict[PoolKey, PoolState] = {}
 

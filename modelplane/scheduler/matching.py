@@ -10,19 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .shape import ClassView, MemberShape
-
-
-@dataclass(frozen=True)
-class ResolvedRequest:
-    """A DRA request as the replica's ResourceClaimTemplate must carry it."""
-    name: str
-    device_class_name: str | None
-    count: int
-    cels: tuple[str, ...]
-
-    @property
-    def selectors(self) -> tuple[str, ...]:
-        return self.cels
+from .types import ResolvedRequest
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ class Context:
     def open_clusters(self, shape: DeploymentShape) -> list[str]:
         """Candidates that take new replicas of this deployment (no untolerated
         NoSchedule/NoExecute taint), by name."""
-        key = (shape.selector, shape.cache_selector, shape.tolerations)
+        key = (shape.selector, shape.cache_selector, bool(shape.cache_name), shape.tolerations)
         hit = self._open.get(key)
         if hit is None:
             hit = self._open[key] = [c.name for c in self.candidates(shape)
@@ -65,8 +65,9 @@ class Context:
 
     def candidates(self, shape: DeploymentShape) -> list[ClusterView]:
         """Clusters both the deployment's and its cache's selectors match (a true
-        intersection). Memoized per selector pair: deployments tend to share them."""
-        key = (shape.selector, shape.cache_selector)
+        intersection) and, when it uses a cache, that can stage it. Memoized per selector
+        pair: deployments tend to share them."""
+        key = (shape.selector, shape.cache_selector, bool(shape.cache_name))
         hit = self._candidates.get(key)
         if hit is None:
             hit = self._candidates[key] = [c for c in self.clusters.values()
@@ -133,7 +134,7 @@ def _complete(shape: DeploymentShape, rep: PlacedReplica) -> PlacedReplica:
     for name, placed in rep.engines.items():
         engine = shape.engine(name)
         if not placed.member_pools and engine is not None:
-            placed = EnginePlacement(placed.pool, placed.pools_for(len(engine.members)))
+            placed = EnginePlacement(placed.pool, placed.pools_for(len(engine.members)), placed.requests)
         engines[name] = placed
     return PlacedReplica(rep.name, rep.index, rep.cluster, engines)
 

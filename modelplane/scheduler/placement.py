@@ -15,7 +15,7 @@ from .explain import no_pool_reason, short_reason
 from .ledger import Ledger, Trial, Usage
 from .matching import Matcher, MemberMatch, NoMatch
 from .shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
-from .types import EnginePlacement
+from .types import EnginePlacement, ResolvedRequest
 
 
 def member_usage(member: MemberShape, match: MemberMatch) -> list[Usage]:
@@ -85,6 +85,15 @@ def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) 
     return opts
 
 
+def _requests(opts: EngineOptions, member_pools: tuple[str, ...]) -> tuple[tuple[ResolvedRequest, ...], ...]:
+    """What each member resolved on its pool: recorded in the placement for the renderers."""
+    out = []
+    for mi, pool in enumerate(member_pools):
+        match = opts.matches[pool][mi]
+        out.append(match.resolved if isinstance(match, MemberMatch) else ())
+    return tuple(out)
+
+
 def _span(opts: EngineOptions, cluster: str, trial: Trial | Ledger,
           group: list[PoolView]) -> tuple[tuple[str, ...] | None, tuple[int, str] | None]:
     """Each member independently on the first pool of the fabric group that matches it
@@ -125,13 +134,15 @@ def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit:
     for pool, usages in opts.hosts:
         short = trial.state((cluster, pool.name)).try_take(usages)
         if short == 0:
-            return EnginePlacement(pool.name, (pool.name,) * len(engine.members)), None
+            pools = (pool.name,) * len(engine.members)
+            return EnginePlacement(pool.name, pools, _requests(opts, pools)), None
         if shortest is None or short < shortest[0]:
             shortest = (short, pool.name)
     for group in opts.groups:
         member_pools, short = _span(opts, cluster, trial, group)
         if member_pools is not None:
-            return EnginePlacement(_engine_pool(opts, member_pools), member_pools), None
+            return EnginePlacement(_engine_pool(opts, member_pools), member_pools,
+                                   _requests(opts, member_pools)), None
         if short is not None and (shortest is None or short[0] < shortest[0]):
             shortest = short
     if shortest is not None:
@@ -175,6 +186,7 @@ def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterV
             return None, [], f"engine {engine.name}: members changed"
         claims = False
         first_claiming = None
+        requests = []
         for member, pool_name in zip(engine.members, pools):
             pool = cluster.pool(pool_name)
             if pool is None:
@@ -186,6 +198,7 @@ def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterV
             if match.claims:
                 claims = True
                 first_claiming = first_claiming or pool_name
+            requests.append(match.resolved)
             charges.append((pool_name, member_usage(member, match)))
         if not claims:
             return None, [], f"engine {engine.name}: no member resolves a DRA device"
@@ -193,5 +206,5 @@ def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterV
             domains = {cluster.pool(p).domain for p in pools}  # type: ignore[union-attr]
             if len(domains) != 1 or None in domains:
                 return None, [], f"engine {engine.name}: its pools no longer share a fabric domain"
-        resolved[engine.name] = EnginePlacement(first_claiming or pools[0], tuple(pools))
+        resolved[engine.name] = EnginePlacement(first_claiming or pools[0], tuple(pools), tuple(requests))
     return resolved, charges, None

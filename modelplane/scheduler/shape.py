@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from modelplane.storage import cache_storage_problem
+
 
 def _get(obj: Any, *path: str, default: Any = None) -> Any:
     for name in path:
@@ -212,6 +214,8 @@ class ClusterView:
     # What pool matching depends on (names, classes, fabric domains; not sizes):
     # clusters built from one template share it, and so share matching work.
     signature: tuple[tuple[str, str, str | None], ...] = ()
+    # Why no ModelCache can be staged here (modelplane.storage); None when caches can.
+    cache_problem: str | None = None
 
     def pool(self, name: str) -> PoolView | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -270,5 +274,6 @@ def compile_clusters(fleet: Any, observed: Mapping[str, Mapping[str, int]] | Non
         labels = {str(k): "" if v is None else str(v)
                   for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
         clusters[name] = ClusterView(name, labels, taints, tuple(pools),
-                                     tuple((p.name, p.cls.name, p.domain) for p in pools))
+                                     tuple((p.name, p.cls.name, p.domain) for p in pools),
+                                     cache_storage_problem(ic))
     return clusters

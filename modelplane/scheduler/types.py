@@ -11,11 +11,33 @@ class PlacementFormatError(ValueError):
 
 
 @dataclass(frozen=True)
+class ResolvedRequest:
+    """A DRA request as the replica's ResourceClaimTemplate must carry it: what the
+    scheduler matched for one device request of a member on its pool's class."""
+    name: str
+    device_class_name: str | None
+    count: int
+    cels: tuple[str, ...]
+
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        return self.cels
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "deviceClassName": self.device_class_name, "count": self.count,
+                "selectors": list(self.cels)}
+
+
+@dataclass(frozen=True)
 class EnginePlacement:
     pool: str
     # member_pools[i] is the pool of members[i]. Empty when read from JSON written
     # without "members": then every member is on `pool`.
     member_pools: tuple[str, ...] = ()
+    # requests[i]: the DRA requests members[i] resolved on its pool (empty for a claimless
+    # member), so renderers draw claims without asking the scheduler again. Empty when
+    # read from JSON written without "requests": the scheduler re-resolves kept replicas.
+    requests: tuple[tuple[ResolvedRequest, ...], ...] = ()
 
     def pools_for(self, member_count: int) -> tuple[str, ...]:
         if self.member_pools:
@@ -23,7 +45,8 @@ class EnginePlacement:
         return (self.pool,) * member_count
 
     def to_json(self) -> dict[str, Any]:
-        return {"pool": self.pool, "members": list(self.member_pools)}
+        return {"pool": self.pool, "members": list(self.member_pools),
+                "requests": [[q.to_json() for q in member] for member in self.requests]}
 
 
 @dataclass(frozen=True)
@@ -127,6 +150,29 @@ def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     return value
 
 
+def _requests_from_json(data: Any, where: str) -> tuple[tuple[ResolvedRequest, ...], ...]:
+    """Per member, its resolved requests; absent in documents written before they were recorded."""
+    if not isinstance(data, list):
+        raise PlacementFormatError(f"{where}: expected a list (one entry per member)")
+    out = []
+    for i, member in enumerate(data):
+        if not isinstance(member, list):
+            raise PlacementFormatError(f"{where}[{i}]: expected a list of requests")
+        resolved = []
+        for j, q in enumerate(member):
+            qw = f"{where}[{i}][{j}]"
+            device_class = q.get("deviceClassName") if isinstance(q, dict) else None
+            if device_class is not None and not isinstance(device_class, str):
+                raise PlacementFormatError(f"{qw}.deviceClassName: expected a string")
+            selectors = q.get("selectors") or [] if isinstance(q, dict) else []
+            if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
+                raise PlacementFormatError(f"{qw}.selectors: expected a list of CEL expressions")
+            resolved.append(ResolvedRequest(_need(q, "name", str, qw), device_class,
+                                            _need(q, "count", int, qw), tuple(selectors)))
+        out.append(tuple(resolved))
+    return tuple(out)
+
+
 def _fleet_from_json(data: Any) -> FleetPlacement:
     deployments = []
     for i, d in enumerate(_need(data, "deployments", list, "$")):
@@ -141,7 +187,8 @@ def _fleet_from_json(data: Any) -> FleetPlacement:
                 members = e.get("members") or []
                 if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
                     raise PlacementFormatError(f"{ew}.members: expected a list of pool names")
-                engines[str(ename)] = EnginePlacement(pool, tuple(members))
+                requests = _requests_from_json(e.get("requests") or [], f"{ew}.requests")
+                engines[str(ename)] = EnginePlacement(pool, tuple(members), requests)
             replicas.append(PlacedReplica(
                 name=_need(r, "name", str, rw),
                 index=_need(r, "index", int, rw),

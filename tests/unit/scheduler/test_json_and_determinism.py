@@ -40,7 +40,7 @@ def test_json_schema_shape() -> None:
     assert list(doc) == ["deployments"]
     assert list(d) == ["namespace", "name", "desired", "replicas", "conditions", "unplaced"]
     assert list(d["replicas"][0]) == ["name", "index", "cluster", "engines"]
-    assert list(d["replicas"][0]["engines"]["main"]) == ["pool", "members"]
+    assert list(d["replicas"][0]["engines"]["main"]) == ["pool", "members", "requests"]
     assert list(d["conditions"][0]) == ["type", "status", "reason", "message"]
     short = next(x for x in doc["deployments"] if x["name"] == "short")
     assert list(short["unplaced"][0]) == ["index", "reasons"]

@@ -1,0 +1,86 @@
+"""The placement as people read it: the table `plan` prints and `pulumi preview` logs, one
+message per shortfall, and the per-deployment summary the program exports. Pure
+formatting of the typed placement; one home for `plan` and the Pulumi program."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .ledger import DEFAULT_ACCOUNTING
+from .types import DeploymentPlacement, FleetPlacement, PlacedReplica
+
+
+def _engines(replica: PlacedReplica) -> str:
+    parts = []
+    for name, e in replica.engines.items():
+        members = set(e.member_pools) - {e.pool}
+        spans = f" (members {'+'.join(e.member_pools)})" if members else ""
+        parts.append(f"{name}->{e.pool}{spans}")
+    return ", ".join(parts)
+
+
+def _rows(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], indent: str) -> list[str]:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return [indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in [header, *rows]]
+
+
+def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING) -> str:
+    """Every deployment: replicas placed of desired, conditions, each replica's cluster and
+    engine pools, previous replicas not kept, and why each cluster refused the rest."""
+    out = [f"accounting: {accounting}"]
+    if not placement.deployments:
+        out.append("no ModelDeployments")
+    for d in placement.deployments:
+        out.append("")
+        out.append(f"{d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed")
+        for c in d.conditions:
+            out.append(f"  {c.type}={c.status} {c.reason}: {c.message}")
+        if d.replicas:
+            rows = [(r.name, r.cluster, str(r.index), _engines(r)) for r in d.replicas]
+            out += _rows(("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL"), rows, "  ")
+        for rep, why in d.dropped:
+            out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why}")
+        for u in d.unplaced:
+            out.append(f"  unplaced replica #{u.index}:")
+            for cluster, why in u.reasons.items():
+                out.append(f"    {cluster}: {why}")
+    return "\n".join(out) + "\n"
+
+
+def explanations(d: DeploymentPlacement) -> list[str]:
+    """One line per replica that could not be placed, naming each cluster's reason."""
+    lines = []
+    for unplaced in d.unplaced:
+        reasons = "; ".join(f"{c}: {r}" for c, r in sorted(unplaced.reasons.items()))
+        lines.append(f"replica {unplaced.index} not placed: {reasons or 'no candidate cluster'}")
+    return lines
+
+
+def shortfalls(placement: FleetPlacement) -> list[str]:
+    """One message per deployment with fewer replicas placed than desired."""
+    out = []
+    for d in placement.deployments:
+        if len(d.replicas) >= d.desired:
+            continue
+        lines = [f"ModelDeployment {d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed"]
+        lines += [f"  {line}" for line in explanations(d)]
+        out.append("\n".join(lines))
+    return out
+
+
+def replica_summary(d: DeploymentPlacement) -> list[dict[str, Any]]:
+    return [{"name": r.name, "index": r.index, "cluster": r.cluster,
+             "pools": {e: list(p.member_pools) or [p.pool] for e, p in sorted(r.engines.items())}}
+            for r in d.replicas]
+
+
+def deployment_summary(d: DeploymentPlacement) -> dict[str, Any]:
+    """What the program exports per deployment (`pulumi stack output deployments`)."""
+    return {"desired": d.desired, "replicas": replica_summary(d),
+            "conditions": [c.to_json() for c in d.conditions], "explanations": explanations(d)}
+
+
+def deployment_outputs(placement: FleetPlacement) -> dict[str, dict[str, Any]]:
+    return {f"{d.namespace}/{d.name}": deployment_summary(d) for d in placement.deployments}
