@@ -1,23 +1,23 @@
-"""Pure renderers: placed replicas and caches -> Kubernetes manifests as plain dicts.
+"""Pure renderers: placed replicas, caches and the platform's own objects -> Kubernetes
+manifests as plain dicts.
 
-Nothing here talks to a cluster or imports Pulumi; the same dicts feed `render` (YAML
-files) and the Pulumi components.
+Nothing here talks to a cluster or imports Pulumi; which object lands on which cluster is
+decided once, by `modelplane.plan`, for `render`, `demo` and the Pulumi components alike.
 """
 
-from .cache import cache_storage_class, render_cache
-from .fleet import render_cluster_manifests
-from .meta import RenderError
+from .cache import render_cache
+from .meta import Manifest, RenderError
 from .mock_engine import render_mock_engine_configmap, ships_mock_engine
-from .namespace import render_namespace
+from .namespace import render_namespace, render_system_namespace
 from .replica import render_replica
 
 __all__ = [
+    "Manifest",
     "RenderError",
-    "cache_storage_class",
     "render_cache",
-    "render_cluster_manifests",
     "render_mock_engine_configmap",
     "render_namespace",
     "render_replica",
+    "render_system_namespace",
     "ships_mock_engine",
 ]

@@ -1,30 +1,35 @@
-"""DRA ResourceClaimTemplates, one per claiming member (semantics §3.2, shapes §1.3)."""
+"""DRA ResourceClaimTemplates, one per claiming member (semantics §3.2, shapes §1.3).
+
+The requests are the ones the scheduler resolved and recorded in the placement
+(`EnginePlacement.requests`): renderers draw exactly what the fleet scheduler matched and
+never run the matching themselves.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from modelplane.api import Engine, Member
+from modelplane.scheduler import ResolvedRequest
 
 from .context import ReplicaContext
-from .meta import LABEL_ENGINE, RenderError, metadata
+from .meta import LABEL_ENGINE, Manifest, RenderError, metadata
 from .names import claim_template_name
 
 
-def member_requests(r: ReplicaContext, engine: Any, member_index: int, pool_name: str) -> list:
-    """The requests the member resolves on its pool's class; empty for claimless members."""
-    from modelplane.scheduler import resolve_member_requests
-
+def member_requests(r: ReplicaContext, engine: Engine, member_index: int, pool_name: str) -> list[ResolvedRequest]:
+    """The requests the member resolved on its pool's class; empty for claimless members."""
     pool = r.cluster.pool(pool_name)
     if pool is None or not pool.class_name:
         raise RenderError(
             f"replica {r.name} of {r.namespace}/{r.deployment_name} is placed on pool "
             f"{pool_name!r}, which InferenceCluster {r.cluster_name} does not declare as a GPU pool"
         )
-    try:
-        found = resolve_member_requests(r.fleet, r.deployment, engine.name, member_index, pool.class_name)
-    except KeyError as exc:
-        raise RenderError(f"replica {r.name} of {r.namespace}/{r.deployment_name}: cannot resolve "
-                          f"the device requests of engine {engine.name!r} on pool {pool_name!r}: {exc}") from exc
-    requests = list(found)
+    placed = r.replica.engines[engine.name]
+    if len(placed.requests) != len(engine.members):
+        raise RenderError(
+            f"replica {r.name} of {r.namespace}/{r.deployment_name}: the placement records no resolved "
+            f"device requests for engine {engine.name!r} (a placement written before they were "
+            "recorded); place the fleet again, which re-resolves every kept replica")
+    requests = list(placed.requests[member_index])
     for q in requests:
         if not q.device_class_name:
             raise RenderError(f"replica {r.name}: request {q.name!r} of engine {engine.name!r} resolved "
@@ -32,15 +37,16 @@ def member_requests(r: ReplicaContext, engine: Any, member_index: int, pool_name
     return requests
 
 
-def _request(q: Any) -> dict:
-    exactly: dict = {"deviceClassName": q.device_class_name, "count": q.count}
+def _request(q: ResolvedRequest) -> Manifest:
+    exactly: Manifest = {"deviceClassName": q.device_class_name, "count": q.count}
     if selectors := tuple(q.selectors):
         # Copied verbatim so DRA re-checks at allocation what the fleet scheduler assumed.
         exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
     return {"name": q.name, "exactly": exactly}
 
 
-def render_claim_template(r: ReplicaContext, engine: Any, member: Any, requests: list) -> dict:
+def render_claim_template(r: ReplicaContext, engine: Engine, member: Member,
+                          requests: list[ResolvedRequest]) -> Manifest:
     name = claim_template_name(r.name, engine.name, member.role)
     return {
         "apiVersion": "resource.k8s.io/v1",

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from modelplane.api import Engine, Fleet, InferenceCluster, Member, ModelCache, ModelDeployment
+from modelplane.scheduler import PlacedReplica
 
 from .meta import DEFAULT_REVISION, RenderError, replica_labels
 from .names import cache_pvc_name
 
 
+def resolve_cluster(fleet: Fleet, cluster: InferenceCluster | str) -> InferenceCluster:
+    """The cluster itself, given it or its name."""
+    if not isinstance(cluster, str):
+        return cluster
+    found = fleet.clusters.get(cluster)
+    if found is None:
+        raise RenderError(f"InferenceCluster {cluster!r} is not in the fleet")
+    return found
+
+
 @dataclass(frozen=True)
 class ReplicaContext:
-    fleet: Any
-    deployment: Any
-    replica: Any          # modelplane.scheduler.PlacedReplica
-    cluster: Any          # modelplane.api InferenceCluster
-    cache: Any | None     # the referenced ModelCache, if any
+    fleet: Fleet
+    deployment: ModelDeployment
+    replica: PlacedReplica
+    cluster: InferenceCluster
+    cache: ModelCache | None     # the referenced ModelCache, if any
 
     @property
     def name(self) -> str:
@@ -50,7 +62,7 @@ class ReplicaContext:
     def revision(self) -> str | None:
         if self.cache is None:
             return None
-        return self.cache.spec.hugging_face.revision or DEFAULT_REVISION
+        return self.cache.revision or DEFAULT_REVISION
 
     @property
     def cache_pvc(self) -> str | None:
@@ -66,8 +78,8 @@ class ReplicaContext:
 @dataclass(frozen=True)
 class MemberContext:
     replica: ReplicaContext
-    engine: Any
-    member: Any
+    engine: Engine
+    member: Member
     member_index: int
     pool: str
     claim_template: str | None
@@ -79,7 +91,7 @@ class MemberContext:
         return self.member.role
 
 
-def referenced_cache(fleet: Any, deployment: Any) -> Any | None:
+def referenced_cache(fleet: Fleet, deployment: ModelDeployment) -> ModelCache | None:
     ref = deployment.spec.template.spec.model_cache_ref
     if ref is None:
         return None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from .context import MemberContext
-from .meta import LABEL_ENGINE, LABEL_WORKLOAD, metadata
+from .meta import LABEL_ENGINE, LABEL_WORKLOAD, Manifest, metadata
 from .names import workload_name
 from .pod import pod_template
 
 
-def render_deployment(m: MemberContext) -> dict:
+def render_deployment(m: MemberContext) -> Manifest:
     r = m.replica
     name = workload_name(r.name, m.engine.name)
     return {

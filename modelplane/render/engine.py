@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from .context import MemberContext
 from .env import injected_env, merge_env
-from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
+from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT, Manifest
 from .mock_engine import mock_engine_mount, ships_mock_engine
 
 DSHM_VOLUME = "dshm"
 CACHE_VOLUME = "model-cache"
 
 
-def readiness_probe() -> dict:
+def readiness_probe() -> Manifest:
     return {
         "httpGet": {"path": "/health", "port": ENGINE_PORT},
         "initialDelaySeconds": 30,
@@ -25,7 +25,7 @@ def has_flag(args: list[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args)
 
 
-def engine_args(m: MemberContext, user_args: list[str] | None, has_command: bool) -> list[str] | None:
+def engine_args(m: MemberContext, user_args: list[str] | None, *, has_command: bool) -> list[str] | None:
     """Flags appended to an image-entrypoint engine (`vllm serve`).
 
     A custom command owns its own command line (a shell script, Ray bootstrap), so it
@@ -37,22 +37,22 @@ def engine_args(m: MemberContext, user_args: list[str] | None, has_command: bool
     r = m.replica
     if r.cache is not None and not has_flag(args, "--revision"):
         # By construction the engine asks for exactly the revision the cache staged.
-        args += ["--revision", r.revision]
+        args += ["--revision", r.revision or ""]
     if r.modelexpress and not has_flag(args, "--load-format"):
         args += ["--load-format", "modelexpress"]
     return args or user_args
 
 
-def engine_container(m: MemberContext) -> dict:
+def engine_container(m: MemberContext) -> Manifest:
     user = m.member.template.spec.containers[0]
     spec = user.model_dump(by_alias=True, exclude_none=True, mode="json")
     has_command = bool(user.command)
-    container: dict = {"name": spec.pop("name"), "image": spec.pop("image")}
+    container: Manifest = {"name": spec.pop("name"), "image": spec.pop("image")}
     if has_command:
-        container["command"] = list(user.command)
+        container["command"] = list(user.command or [])
     spec.pop("command", None)
     spec.pop("args", None)
-    args = engine_args(m, user.args, has_command)
+    args = engine_args(m, user.args, has_command=has_command)
     if args is not None:
         container["args"] = list(args)
     container["env"] = merge_env(injected_env(m), spec.pop("env", None) or [])

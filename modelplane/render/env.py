@@ -7,7 +7,7 @@ Injected entries come first so the user's values can refer to them with `$(NAME)
 from __future__ import annotations
 
 from .context import MemberContext
-from .meta import CACHE_MOUNT, MODELEXPRESS_ADDRESS, NIXL_SIDE_CHANNEL_PORT
+from .meta import CACHE_MOUNT, MODELEXPRESS_ADDRESS, NIXL_SIDE_CHANNEL_PORT, Manifest
 
 # The program owns these names: a user entry with the same name would silently
 # contradict what the rest of the system relies on, so it is dropped.
@@ -18,15 +18,15 @@ RESERVED_PREFIX = "MODELPLANE_"
 GROVE_LEADER_ADDRESS = "$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-leader-0.$(GROVE_HEADLESS_SERVICE)"
 
 
-def value(name: str, val: str) -> dict:
+def value(name: str, val: str) -> Manifest:
     return {"name": name, "value": val}
 
 
-def field(name: str, path: str) -> dict:
+def field(name: str, path: str) -> Manifest:
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
-def injected_env(m: MemberContext) -> list[dict]:
+def injected_env(m: MemberContext) -> list[Manifest]:
     r = m.replica
     env = [value("MODELPLANE_SERVED_MODEL_NAME", f"{r.namespace}/{r.deployment_name}")]
     if m.gang == "lws":
@@ -42,13 +42,13 @@ def injected_env(m: MemberContext) -> list[dict]:
                 # Offline turns a revision or layout mismatch into a startup error instead
                 # of a silent second download of the whole model.
                 value("HF_HUB_OFFLINE", "1"),
-                value("MODELPLANE_MODEL_REVISION", r.revision)]
+                value("MODELPLANE_MODEL_REVISION", r.revision or "")]
     if r.modelexpress:
         env += [value("MX_SERVER_ADDRESS", MODELEXPRESS_ADDRESS),
                 value("MODEL_EXPRESS_URL", MODELEXPRESS_ADDRESS),
                 # Two unpinned caches of one repo may hold different commits, so the PVC,
                 # not the repo, is the identity peers must agree on.
-                value("MX_MODEL_REVISION", r.cache_pvc),
+                value("MX_MODEL_REVISION", r.cache_pvc or ""),
                 value("MX_P2P_METADATA", "1"),
                 value("MODELPLANE_LOAD_FORMAT", "modelexpress"),
                 field("POD_NAME", "metadata.name"),
@@ -60,7 +60,7 @@ def injected_env(m: MemberContext) -> list[dict]:
     return env
 
 
-def merge_env(injected: list[dict], user: list[dict]) -> list[dict]:
+def merge_env(injected: list[Manifest], user: list[Manifest]) -> list[Manifest]:
     user_names = {e["name"] for e in user}
     kept = [e for e in injected
             if e["name"].startswith(RESERVED_PREFIX) or e["name"] not in user_names]

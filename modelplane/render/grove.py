@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from .context import MemberContext
-from .meta import KAI_QUEUE, LABEL_ENGINE, LABEL_KAI_QUEUE, metadata
+from .meta import KAI_QUEUE, LABEL_ENGINE, LABEL_KAI_QUEUE, Manifest, metadata
 from .names import podcliqueset_name
 from .pod import pod_annotations, pod_labels, pod_spec
 
 GANG = "gang"
 
 
-def _clique(m: MemberContext, name: str, pods: int) -> dict:
-    clique: dict = {"name": name, "labels": pod_labels(m)}
+def _clique(m: MemberContext, name: str, pods: int) -> Manifest:
+    clique: Manifest = {"name": name, "labels": pod_labels(m)}
     annotations = pod_annotations(m)
     if annotations:
         clique["annotations"] = annotations
@@ -19,7 +19,7 @@ def _clique(m: MemberContext, name: str, pods: int) -> dict:
     return clique
 
 
-def render_podcliqueset(leader: MemberContext, worker: MemberContext) -> dict:
+def render_podcliqueset(leader: MemberContext, worker: MemberContext) -> Manifest:
     r = leader.replica
     engine = leader.engine
     labels = {**r.labels, LABEL_ENGINE: engine.name, LABEL_KAI_QUEUE: KAI_QUEUE}

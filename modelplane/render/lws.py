@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from .context import MemberContext
-from .meta import LABEL_ENGINE, metadata
+from .meta import LABEL_ENGINE, Manifest, metadata
 from .names import workload_name
 from .pod import pod_template
 
 
-def render_lws(leader: MemberContext, worker: MemberContext) -> dict:
+def render_lws(leader: MemberContext, worker: MemberContext) -> Manifest:
     r = leader.replica
     engine = leader.engine
     return {

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .meta import LABEL_CLUSTER, LABEL_MANAGED_BY, MANAGED_BY, metadata
+from modelplane.api import InferenceCluster
+
+from .meta import LABEL_CLUSTER, LABEL_MANAGED_BY, MANAGED_BY, Manifest, metadata
 
 CONFIGMAP_NAME = "modelplane-mock-engine"
 MOUNT_PATH = "/opt/modelplane"
@@ -17,20 +19,20 @@ VOLUME = "mock-engine"
 _SOURCE = Path(__file__).resolve().parent.parent / "mock_engine.py"
 
 
-def ships_mock_engine(cluster) -> bool:
+def ships_mock_engine(cluster: InferenceCluster) -> bool:
     return cluster.spec.cluster.source == "Kind"
 
 
-def render_mock_engine_configmap(namespace: str, cluster_name: str) -> dict:
+def render_mock_engine_configmap(namespace: str, cluster_name: str) -> Manifest:
     labels = {LABEL_MANAGED_BY: MANAGED_BY, LABEL_CLUSTER: cluster_name}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(CONFIGMAP_NAME, labels, namespace),
             "data": {"mock_engine.py": _SOURCE.read_text()}}
 
 
-def mock_engine_volume() -> dict:
+def mock_engine_volume() -> Manifest:
     # optional: a pod must not hang on a missing ConfigMap; the engine then fails visibly.
     return {"name": VOLUME, "configMap": {"name": CONFIGMAP_NAME, "optional": True}}
 
 
-def mock_engine_mount() -> dict:
+def mock_engine_mount() -> Manifest:
     return {"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True}

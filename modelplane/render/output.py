@@ -1,49 +1,95 @@
-"""Rendered manifests as files: one object per YAML file, byte-stable across runs."""
+"""Rendered manifests as files: one object per YAML file, byte-stable across runs.
+
+A run replaces the output as a whole or not at all: every cluster's directory is written
+into a staging directory inside OUT first and only then swapped into place, so a failure
+leaves the previous output as it was (and no staging directory). An index file in OUT
+names the cluster directories the last run wrote; a cluster that left the fleet has its
+directory removed on the next run, while directories OUT holds for other reasons stay.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from .meta import Manifest
 
-class _Dumper(yaml.SafeDumper):
+INDEX = ".modelplane-render.json"
+STAGING_PREFIX = ".modelplane-render-"
+
+
+class NoAliasDumper(yaml.SafeDumper):
     # Renderers may reuse one dict in two places; anchors (&id001) would make the files
     # depend on object identity and confuse humans and kubectl diffs alike.
-    def ignore_aliases(self, data):  # noqa: D102 - PyYAML hook
+    def ignore_aliases(self, data: Any) -> bool:  # noqa: ARG002 - PyYAML hook
         return True
 
 
-def to_yaml(obj: dict) -> str:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
+def to_yaml(obj: Manifest) -> str:
+    return yaml.dump(obj, Dumper=NoAliasDumper, sort_keys=False, default_flow_style=False,
                      allow_unicode=True, width=1 << 16)
 
 
-def file_names(objects: list[dict]) -> list[str]:
+def file_names(objects: Sequence[Manifest]) -> list[str]:
     """`<kind>-<name>.yaml`; the namespace joins the name only when two namespaces on one
     cluster hold objects of the same kind and name (replica names do not encode it)."""
     base = [f"{o['kind'].lower()}-{o['metadata']['name']}" for o in objects]
     clashes = {b for b in base if base.count(b) > 1}
     names = []
-    for b, o in zip(base, objects):
+    for b, o in zip(base, objects, strict=True):
         if b in clashes:
             b = f"{o['kind'].lower()}-{o['metadata'].get('namespace', '')}-{o['metadata']['name']}"
         names.append(b + ".yaml")
     return names
 
 
-def write_cluster_dirs(out_dir: str | Path, manifests: dict[str, list[dict]]) -> int:
-    """Write OUT/<cluster>/<file>; stale YAML from an earlier run in those directories goes."""
+def _previous_clusters(out: Path) -> set[str]:
+    """Cluster directories the last run wrote (nothing when OUT has no readable index)."""
+    try:
+        data = json.loads((out / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    clusters = data.get("clusters") if isinstance(data, dict) else None
+    # Only plain names: an index edited to say "../x" must not make us remove anything else.
+    return {c for c in clusters or [] if isinstance(c, str) and c and "/" not in c and c not in (".", "..")}
+
+
+def write_cluster_dirs(out_dir: str | Path, manifests: Mapping[str, Sequence[Manifest]]) -> int:
+    """Write OUT/<cluster>/<file> for every cluster, replacing what the last run wrote."""
     out = Path(out_dir)
-    written = 0
-    for cluster, objects in manifests.items():
-        target = out / cluster
-        target.mkdir(parents=True, exist_ok=True)
-        names = file_names(objects)
-        for stale in sorted(target.glob("*.yaml")):
-            if stale.name not in names:
-                stale.unlink()
-        for name, obj in zip(names, objects):
-            (target / name).write_text(to_yaml(obj), encoding="utf-8")
-            written += 1
-    return written
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out))
+    done = False
+    try:
+        written = 0
+        for cluster, objects in manifests.items():
+            target = staging / cluster
+            target.mkdir()
+            for name, obj in zip(file_names(objects), objects, strict=True):
+                (target / name).write_text(to_yaml(obj), encoding="utf-8")
+                written += 1
+        (staging / INDEX).write_text(json.dumps({"clusters": sorted(manifests)}, indent=2) + "\n", encoding="utf-8")
+        trash = staging / ".replaced"
+        trash.mkdir()
+        for cluster in sorted(_previous_clusters(out) - set(manifests)):
+            if (out / cluster).is_dir():
+                os.replace(out / cluster, trash / cluster)
+        for cluster in manifests:
+            if (out / cluster).exists():
+                os.replace(out / cluster, trash / cluster)
+            os.replace(staging / cluster, out / cluster)
+        os.replace(staging / INDEX, out / INDEX)
+        done = True
+        return written
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created and not done:
+            shutil.rmtree(out, ignore_errors=True)

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from .context import MemberContext
 from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
-from .mock_engine import mock_engine_volume, ships_mock_engine
 from .meta import (
-    CLAIM_NAME, LABEL_CLIQUE_ROLE, LABEL_ENGINE, LABEL_LWS_ROLE, LABEL_PD_ROLE, LABEL_POOL,
-    LABEL_SERVING, LABEL_WORKLOAD, KAI_SCHEDULER,
+    CLAIM_NAME,
+    KAI_SCHEDULER,
+    LABEL_CLIQUE_ROLE,
+    LABEL_ENGINE,
+    LABEL_LWS_ROLE,
+    LABEL_PD_ROLE,
+    LABEL_POOL,
+    LABEL_SERVING,
+    LABEL_WORKLOAD,
+    Manifest,
 )
+from .mock_engine import mock_engine_volume, ships_mock_engine
 from .names import podcliqueset_name, workload_name
 
 # Provisioned GPU pools carry nvidia.com/gpu=true:NoSchedule, and DRA pods (which never
@@ -46,8 +54,8 @@ def pod_annotations(m: MemberContext) -> dict[str, str]:
     return dict(sorted((m.member.template.metadata.annotations or {}).items()))
 
 
-def pod_spec(m: MemberContext) -> dict:
-    spec: dict = {}
+def pod_spec(m: MemberContext) -> Manifest:
+    spec: Manifest = {}
     if m.gang == "grove":
         spec["schedulerName"] = KAI_SCHEDULER
     # The hard pin that makes the fleet scheduler's pool choice binding on the cluster.
@@ -68,8 +76,8 @@ def pod_spec(m: MemberContext) -> dict:
     return spec
 
 
-def pod_template(m: MemberContext) -> dict:
-    meta: dict = {"labels": pod_labels(m)}
+def pod_template(m: MemberContext) -> Manifest:
+    meta: Manifest = {"labels": pod_labels(m)}
     annotations = pod_annotations(m)
     if annotations:
         meta["annotations"] = annotations

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from modelplane.api import Engine, Fleet, InferenceCluster, ModelDeployment
+from modelplane.scheduler import PlacedReplica
+from modelplane.storage import cache_storage_problem
 
-from .cache import cache_storage_class
 from .claims import member_requests, render_claim_template
-from .context import MemberContext, ReplicaContext, referenced_cache
+from .context import MemberContext, ReplicaContext, referenced_cache, resolve_cluster
 from .deployment import render_deployment
 from .grove import render_podcliqueset
 from .lws import render_lws
-from .meta import RenderError
+from .meta import Manifest, RenderError
 from .names import claim_template_name
 from .service import render_serving_service
 
 
-def resolve_cluster(fleet: Any, cluster: Any) -> Any:
-    if not isinstance(cluster, str):
-        return cluster
-    found = fleet.clusters.get(cluster)
-    if found is None:
-        raise RenderError(f"InferenceCluster {cluster!r} is not in the fleet")
-    return found
-
-
-def _member_pools(r: ReplicaContext, engine: Any) -> tuple[str, ...]:
+def _member_pools(r: ReplicaContext, engine: Engine) -> tuple[str, ...]:
     placement = r.replica.engines.get(engine.name)
     if placement is None:
         raise RenderError(f"replica {r.name} of {r.namespace}/{r.deployment_name} has no placement "
@@ -36,11 +28,12 @@ def _member_pools(r: ReplicaContext, engine: Any) -> tuple[str, ...]:
     return pools
 
 
-def _engine(r: ReplicaContext, engine: Any) -> tuple[list[dict], dict]:
+def _engine(r: ReplicaContext, engine: Engine) -> tuple[list[Manifest], Manifest]:
     pools = _member_pools(r, engine)
     standalone = len(engine.members) == 1
     gang = None if standalone else ("grove" if r.dynamo else "lws")
-    claims, members = [], {}
+    claims: list[Manifest] = []
+    members: dict[str, MemberContext] = {}
     for index, member in enumerate(engine.members):
         requests = member_requests(r, engine, index, pools[index])
         template = None
@@ -56,7 +49,8 @@ def _engine(r: ReplicaContext, engine: Any) -> tuple[list[dict], dict]:
     return claims, render(members["Leader"], members["Worker"])
 
 
-def render_replica(fleet: Any, deployment: Any, replica: Any, cluster: Any) -> list[dict]:
+def render_replica(fleet: Fleet, deployment: ModelDeployment, replica: PlacedReplica,
+                   cluster: InferenceCluster | str) -> list[Manifest]:
     """Every Kubernetes object one placed replica needs, in apply order.
 
     Claim templates come before the workloads whose pods reference them; the serving
@@ -67,13 +61,16 @@ def render_replica(fleet: Any, deployment: Any, replica: Any, cluster: Any) -> l
         raise RenderError(f"replica {replica.name} is placed on {replica.cluster!r}, "
                           f"not on {cluster.metadata.name!r}")
     r = ReplicaContext(fleet, deployment, replica, cluster, referenced_cache(fleet, deployment))
-    if r.cache is not None and cache_storage_class(cluster) is None:
-        # The PVC can never exist there, so every pod would sit Pending on its volume.
+    problem = cache_storage_problem(cluster) if r.cache is not None else None
+    if r.cache is not None and problem:
+        # The PVC can never exist there, so every pod would sit Pending on its volume. The
+        # scheduler refuses such clusters with the same rule (modelplane.storage).
         raise RenderError(
             f"replica {r.name} of {r.namespace}/{r.deployment_name} is placed on InferenceCluster "
-            f"{r.cluster_name}, which has no ReadWriteMany storage for ModelCache {r.cache.metadata.name}"
+            f"{r.cluster_name}, which cannot stage ModelCache {r.cache.metadata.name}: {problem}"
         )
-    claims, workloads = [], []
+    claims: list[Manifest] = []
+    workloads: list[Manifest] = []
     for engine in deployment.spec.template.spec.engines:
         engine_claims, workload = _engine(r, engine)
         claims += engine_claims

@@ -8,11 +8,16 @@ Service named after the replica that the gateway routes to.
 from __future__ import annotations
 
 from .context import ReplicaContext
-from .meta import ENGINE_PORT, LABEL_PD_ROLE, LABEL_SERVING, metadata
+from .meta import ENGINE_PORT, LABEL_PD_ROLE, LABEL_SERVING, Manifest, metadata
 from .names import serving_service_name
 
 
-def render_serving_service(r: ReplicaContext) -> dict:
+def serving_url(namespace: str, replica: str) -> str:
+    """Where a replica's engines answer inside its cluster: its serving Service."""
+    return f"http://{serving_service_name(replica)}.{namespace}.svc.cluster.local:{ENGINE_PORT}"
+
+
+def render_serving_service(r: ReplicaContext) -> Manifest:
     selector = {LABEL_SERVING: r.name}
     if r.prefill_decode:
         # Without a P/D-aware picker the decode pods answer whole requests.

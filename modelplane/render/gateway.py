@@ -1,0 +1,184 @@
+"""The two Traefik hops as manifests: a Deployment and Service per gateway in
+`modelplane-system`, configured with the file provider (traefik-findings §5). The dynamic
+configuration the data-path builders produce (modelplane.gateway.config) is a ConfigMap
+projected into the directory Traefik watches, so routing changes without a restart.
+
+API keys for hand-written endpoints (egress) reach Traefik one of two ways:
+* `secret`: the egress configuration, keys included, is a Secret the Pulumi program
+  creates from its encrypted config (live stacks);
+* `reference`: the configuration is a ConfigMap whose headers read `{{ env "..." }}`
+  (Traefik runs its file provider's files through Go templates with the sprig functions),
+  and each variable comes from a Secret in `modelplane-system` that the user creates.
+  GitOps output never holds a key's value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import yaml
+
+from modelplane.api import InferenceCluster
+from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
+from modelplane.naming import child_name
+from modelplane.routing import Credential
+
+from .meta import SYSTEM_NAMESPACE, Manifest, component_labels, metadata
+from .output import NoAliasDumper
+
+# The configuration (retry on 502-504, failover services) was measured on Traefik 3.7.15;
+# an older image rejects the whole file, so the deployed gateway runs the tested version.
+TRAEFIK_IMAGE = "traefik:v3.7.15"
+WEB_PORT = 8000
+# Kind: fixed NodePorts; the control plane reaches workload gateways on the first, and
+# the host reaches the control-plane gateway on the second.
+NODE_PORT = 30080
+CONTROL_NODE_PORT = 30081
+STATIC_DIR = "/etc/traefik/static"
+CONFIG_DIR = "/etc/traefik/dynamic"
+EGRESS_BASE_PORT = 9100
+CONTROL_GATEWAY = "modelplane-gateway"
+# Longest Secret name Kubernetes accepts (a DNS subdomain).
+MAX_SECRET_NAME = 253
+
+EgressMode = Literal["secret", "reference"]
+
+
+def workload_gateway_name(cluster: str) -> str:
+    return f"{cluster}-gateway"
+
+
+def egress_name(gateway: str) -> str:
+    return f"{gateway}-egress"
+
+
+def dump(cfg: Mapping[str, Any]) -> str:
+    """A Traefik configuration file's text. No anchors: the data-path builders share dicts,
+    and the text must not depend on that (the same configuration, the same bytes)."""
+    return yaml.dump(dict(cfg), Dumper=NoAliasDumper, sort_keys=True)
+
+
+def static_gateway_url(cluster: InferenceCluster) -> str | None:
+    """How the control plane reaches a workload cluster's gateway, when it is known before
+    the cluster exists (a declared hostname, or a Kind node's name)."""
+    if cluster.spec.gateway is not None and cluster.spec.gateway.hostname:
+        return f"http://{cluster.spec.gateway.hostname}"
+    if cluster.source == "Kind":
+        # Kind nodes are containers on one docker network, resolvable by name.
+        return f"http://{cluster.metadata.name}-control-plane:{NODE_PORT}"
+    return None
+
+
+def in_cluster_url(gateway: str) -> str:
+    """A gateway's address inside its own cluster."""
+    return f"http://{gateway}.{SYSTEM_NAMESPACE}.svc.cluster.local"
+
+
+@dataclass(frozen=True)
+class EgressKey:
+    """One API key the control-plane gateway sends to a hand-written endpoint, named, never held."""
+
+    config_key: str     # "<namespace>/<credential Secret name>": the endpointApiKeys entry
+    secret_name: str    # the Secret in modelplane-system holding it (reference mode)
+    secret_key: str     # the key inside that Secret
+    env: str            # the Traefik container's variable the egress config reads
+
+
+def egress_secret_name(namespace: str, credential: Credential) -> str:
+    """`egress.<namespace>.<credential Secret name>` in modelplane-system (hashed if too long)."""
+    name = f"egress.{namespace}.{credential.secret_name}"
+    return name if len(name) <= MAX_SECRET_NAME else child_name("egress", namespace, credential.secret_name)
+
+
+def egress_keys(routes: Sequence[ServiceRoute]) -> list[EgressKey]:
+    keys: dict[tuple[str, str, str], EgressKey] = {}
+    for ep in external_endpoints(routes):
+        cred = ep.credential
+        if cred is None or (ep.namespace, cred.secret_name, cred.key) in keys:
+            continue
+        keys[(ep.namespace, cred.secret_name, cred.key)] = EgressKey(
+            f"{ep.namespace}/{cred.secret_name}", egress_secret_name(ep.namespace, cred), cred.key,
+            f"MODELPLANE_EGRESS_KEY_{len(keys)}")
+    return list(keys.values())
+
+
+def egress_ports(routes: Sequence[ServiceRoute]) -> dict[str, int]:
+    """Egress entrypoint -> its port on 127.0.0.1 (one per hand-written endpoint)."""
+    return {egress_entrypoint(ep): EGRESS_BASE_PORT + i for i, ep in enumerate(external_endpoints(routes))}
+
+
+def egress_urls(routes: Sequence[ServiceRoute]) -> dict[tuple[str, str], str]:
+    ports = egress_ports(routes)
+    return {ep.key: f"http://127.0.0.1:{ports[egress_entrypoint(ep)]}" for ep in external_endpoints(routes)}
+
+
+def egress_reference_config(routes: Sequence[ServiceRoute]) -> dict[str, Any]:
+    """The egress configuration with `{{ env "..." }}` where each key goes: no key's value."""
+    by_credential = {(k.config_key, k.secret_key): k.env for k in egress_keys(routes)}
+
+    def placeholder(namespace: str, credential: Credential) -> str:
+        env = by_credential[(f"{namespace}/{credential.secret_name}", credential.key)]
+        return f'{{{{ env "{env}" }}}}'
+
+    return egress_config(routes, placeholder)
+
+
+def _labels(name: str) -> dict[str, str]:
+    return component_labels("gateway", {"app": name})
+
+
+def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence[ServiceRoute] = (),
+                    egress: EgressMode | None = None) -> list[Manifest]:
+    """The Traefik static ConfigMap, Deployment and Service of one gateway. `static_routes`
+    (the routes of hand-written endpoints) decide the egress entrypoints; `egress` how the
+    egress configuration is mounted, None for a gateway without any."""
+    labels = _labels(name)
+    ports = egress_ports(static_routes)
+    static = static_config(f":{WEB_PORT}", CONFIG_DIR, {n: f"127.0.0.1:{p}" for n, p in ports.items()})
+    sources: list[Manifest] = [{"configMap": {"name": f"{name}-routes"}}]
+    container: Manifest = {
+        "name": "traefik", "image": TRAEFIK_IMAGE, "args": [f"--configFile={STATIC_DIR}/traefik.yaml"],
+        "ports": [{"name": "web", "containerPort": WEB_PORT}],
+        "readinessProbe": {"tcpSocket": {"port": WEB_PORT}, "periodSeconds": 5},
+        "volumeMounts": [{"name": "static", "mountPath": STATIC_DIR},
+                         {"name": "dynamic", "mountPath": CONFIG_DIR}],
+    }
+    if egress == "secret":
+        sources.append({"secret": {"name": egress_name(name)}})
+    elif egress == "reference":
+        sources.append({"configMap": {"name": egress_name(name)}})
+        container["env"] = [{"name": k.env, "valueFrom": {"secretKeyRef": {"name": k.secret_name, "key": k.secret_key}}}
+                            for k in egress_keys(static_routes)]
+    port: Manifest = {"name": "web", "port": 80, "targetPort": WEB_PORT}
+    if node_port:
+        port["nodePort"] = node_port
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(f"{name}-static", labels, SYSTEM_NAMESPACE),
+         "data": {"traefik.yaml": dump(static)}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(name, labels, SYSTEM_NAMESPACE), "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "containers": [container],
+                "volumes": [{"name": "static", "configMap": {"name": f"{name}-static"}},
+                            {"name": "dynamic", "projected": {"sources": sources}}]}}}},
+        # A LoadBalancer Service is awaited until it has an address, which the service
+        # URLs and the control plane's routes need.
+        {"apiVersion": "v1", "kind": "Service", "metadata": metadata(name, labels, SYSTEM_NAMESPACE), "spec": {
+            "type": "NodePort" if node_port else "LoadBalancer", "selector": {"app": name}, "ports": [port]}},
+    ]
+
+
+def routes_configmap(name: str, dynamic: Mapping[str, Any]) -> Manifest:
+    """The gateway's dynamic routes (modelplane.gateway.config) as the ConfigMap it watches."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(f"{name}-routes", _labels(name), SYSTEM_NAMESPACE),
+            "data": {"routes.yaml": dump(dynamic)}}
+
+
+def egress_configmap(name: str, static_routes: Sequence[ServiceRoute]) -> Manifest:
+    """Reference mode: the egress configuration reading every key from the environment."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(egress_name(name), _labels(name), SYSTEM_NAMESPACE),
+            "data": {"egress.yaml": dump(egress_reference_config(static_routes))}}

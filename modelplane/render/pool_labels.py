@@ -1,0 +1,55 @@
+"""`modelplane.ai/pool` on nodes of clusters the program does not provision.
+
+Pods are pinned by that label; on a bring-your-own cluster nobody sets it and pods stay
+Pending without an error (mission, silent failure 6). With `poolLabel.mode: Apply` a
+Job labels the nodes the pool's node selector names, every time it is applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from collections.abc import Mapping
+
+from modelplane.api import InferenceCluster
+
+from .meta import LABEL_CLUSTER, LABEL_POOL, PROVISIONED_SOURCES, SYSTEM_NAMESPACE, Manifest, component_labels
+
+KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.1"
+LABELER = "modelplane-pool-labeler"
+
+
+def _selector(match_labels: Mapping[str, str]) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
+
+
+def render_pool_labeler(cluster: InferenceCluster) -> list[Manifest]:
+    """ServiceAccount, ClusterRole, binding and a Job; empty when the program provisions the
+    cluster (it labels the pools itself) or no pool asks for Apply."""
+    if cluster.source in PROVISIONED_SOURCES:
+        return []
+    applied = [p for p in cluster.spec.node_pools if p.pool_label and p.pool_label.mode == "Apply"]
+    if not applied:
+        return []
+    labels = component_labels("pool-labeler", {LABEL_CLUSTER: cluster.metadata.name})
+    script = " && ".join(
+        f"kubectl label nodes --overwrite -l {shlex.quote(_selector(p.pool_label.node_selector.match_labels))} "
+        f"{LABEL_POOL}={shlex.quote(p.name)}"
+        for p in applied if p.pool_label is not None and p.pool_label.node_selector is not None)
+    # The script is part of the Job name so a changed selector runs a new Job (Job
+    # templates are immutable).
+    digest = hashlib.sha256(script.encode()).hexdigest()[:8]
+    meta = {"name": LABELER, "labels": labels}
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {**meta, "namespace": SYSTEM_NAMESPACE}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta,
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": LABELER},
+         "subjects": [{"kind": "ServiceAccount", "name": LABELER, "namespace": SYSTEM_NAMESPACE}]},
+        {"apiVersion": "batch/v1", "kind": "Job",
+         "metadata": {"name": f"{LABELER}-{digest}", "namespace": SYSTEM_NAMESPACE, "labels": labels},
+         "spec": {"backoffLimit": 3, "template": {"metadata": {"labels": labels}, "spec": {
+             "serviceAccountName": LABELER, "restartPolicy": "OnFailure",
+             "containers": [{"name": "label", "image": KUBECTL_IMAGE, "command": ["sh", "-c", script]}]}}}},
+    ]
