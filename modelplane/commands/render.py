@@ -1,32 +1,41 @@
-"""`python -m modelplane render MANIFEST_DIR OUT_DIR`: every manifest per workload cluster."""
+"""`python -m modelplane render MANIFEST_DIR OUT_DIR`: every manifest per cluster, as the
+GitOps path of the Pulumi program (the `render` stack) writes them."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from modelplane.plan import DEFAULT_CONTROL_PLANE, SecretNeed
+from modelplane.render.meta import Manifest
+from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement
 
 
 def add_parser(subparsers: Any) -> None:
-    from modelplane.scheduler import ACCOUNTING_MODES
-
     p = subparsers.add_parser(
-        "render", help="place the fleet and write every workload-cluster manifest as YAML",
-        description="Run the fleet scheduler over a manifest file or directory, render every "
-                    "Kubernetes object the program would apply on each workload cluster and "
-                    "write them to OUT_DIR/<cluster>/<kind>-<name>.yaml, one object per file.")
+        "render", help="place the fleet and write every cluster's manifests as YAML",
+        description="Run the fleet scheduler over a manifest file or directory, plan every "
+                    "Kubernetes object each cluster runs (workloads, caches, gateways) and "
+                    "write them to OUT_DIR/<cluster>/<kind>-<name>.yaml, one object per file, "
+                    "replacing what an earlier run wrote. Secrets are referenced, never written.")
     p.add_argument("manifests", metavar="MANIFEST_DIR", help="manifest file or directory")
     p.add_argument("out_dir", metavar="OUT_DIR", help="directory to write into")
     p.add_argument("--previous", metavar="FILE",
                    help="previous placement (`plan --json` output); its replicas are kept "
                         "where they still fit")
-    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default="Device",
-                   help="capacity unit for placement (default: Device)")
+    p.add_argument("--accounting", choices=ACCOUNTING_MODES, default=DEFAULT_ACCOUNTING,
+                   help=f"capacity unit for placement (default: {DEFAULT_ACCOUNTING})")
+    p.add_argument("--control-plane", metavar="NAME", default=DEFAULT_CONTROL_PLANE,
+                   help="cluster directory of the control-plane gateway when no InferenceGateway names "
+                        f"a fleet cluster (default: {DEFAULT_CONTROL_PLANE}, like the stacks' controlPlane)")
     p.set_defaults(func=run)
 
 
-def summary(placement: Any, manifests: dict[str, list[dict]]) -> str:
+def summary(placement: FleetPlacement, manifests: Mapping[str, Sequence[Manifest]],
+            secrets: Sequence[SecretNeed] = ()) -> str:
     lines = []
     for d in placement.deployments:
         lines.append(f"{d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed")
@@ -34,32 +43,40 @@ def summary(placement: Any, manifests: dict[str, list[dict]]) -> str:
         kinds = Counter(o["kind"] for o in objects)
         detail = ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "nothing"
         lines.append(f"{cluster}: {len(objects)} objects ({detail})")
+    if secrets:
+        lines.append("create these Secrets in the clusters (their values are never rendered):")
+        lines += [f"  {s.describe()}" for s in secrets]
     return "\n".join(lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:
     from modelplane.api import ManifestError, load_manifests
-    from modelplane.render import RenderError, render_cluster_manifests
-    from modelplane.render.output import write_cluster_dirs
     from modelplane.commands.inputs import read_previous
+    from modelplane.plan import ControlPlane, gitops_gateway_urls, plan_fleet
+    from modelplane.render import RenderError
+    from modelplane.render.output import write_cluster_dirs
     from modelplane.scheduler import PlacementFormatError, place_fleet
 
     try:
         fleet = load_manifests(args.manifests)
         previous = read_previous(args.previous) if args.previous else None
         placement = place_fleet(fleet, previous=previous, accounting=args.accounting)
-        manifests = render_cluster_manifests(fleet, placement)
+        plan = plan_fleet(fleet, placement, ControlPlane(args.control_plane), egress="reference")
+        urls, warnings = gitops_gateway_urls(fleet)
+        manifests = plan.manifests(urls)
     except ManifestError as exc:
         print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
         return 2
     except (RenderError, PlacementFormatError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         written = write_cluster_dirs(args.out_dir, manifests)
     except OSError as exc:
         print(f"error: cannot write {args.out_dir}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    sys.stdout.write(summary(placement, manifests))
+    sys.stdout.write(summary(placement, manifests, plan.secrets))
     sys.stdout.write(f"wrote {written} files under {args.out_dir}\n")
     return 0

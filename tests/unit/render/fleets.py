@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from modelplane.api import load_manifest_text
 from modelplane.naming import replica_name
-from modelplane.scheduler import EnginePlacement, PlacedReplica
+from modelplane.scheduler import EnginePlacement, PlacedReplica, resolve_member_requests
 
 PLATFORM = """
 apiVersion: modelplane.ai/v1alpha1
@@ -203,6 +203,8 @@ spec:
   huggingFace: {repo: meta-llama/Llama-3.1-70B, revision: v2, sizeGiB: 200}
 """
 
+KV_CONSUMER = """'{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}'"""
+KV_PRODUCER = """'{"kv_connector":"NixlConnector","kv_role":"kv_producer"}'"""
 PREFILL_DECODE = f"""
 apiVersion: modelplane.ai/v1alpha1
 kind: ModelDeployment
@@ -224,7 +226,7 @@ spec:
               containers:
               - name: engine
                 image: vllm/vllm-openai:v0.20.1
-                args: [Qwen/Qwen3-0.6B, --kv-transfer-config, '{{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}}']
+                args: [Qwen/Qwen3-0.6B, --kv-transfer-config, {KV_CONSUMER}]
                 env: [{{name: VLLM_NIXL_SIDE_CHANNEL_PORT, value: "5600"}}]
       - name: prefill
         phase: Prefill
@@ -237,7 +239,7 @@ spec:
               containers:
               - name: engine
                 image: vllm/vllm-openai:v0.20.1
-                args: [Qwen/Qwen3-0.6B, --kv-transfer-config, '{{"kv_connector":"NixlConnector","kv_role":"kv_producer"}}']
+                args: [Qwen/Qwen3-0.6B, --kv-transfer-config, {KV_PRODUCER}]
 """
 
 TWO_STANDALONE = f"""
@@ -276,13 +278,21 @@ def full_fleet():
 
 def place(fl, namespace: str, name: str, cluster: str, index: int = 0,
           pools: dict[str, tuple[str, ...]] | None = None) -> PlacedReplica:
-    """A replica of every engine, each member on the cluster's first pool unless `pools` says."""
+    """A replica of every engine, each member on the cluster's first pool unless `pools` says,
+    with the device requests the scheduler resolves there recorded, as it records them
+    (none for an engine it could not resolve: the renderer must refuse that)."""
     dep = fl.deployments[(namespace, name)]
     first = fl.clusters[cluster].spec.node_pools[0].name
     engines = {}
     for engine in dep.spec.template.spec.engines:
         members = (pools or {}).get(engine.name, (first,) * len(engine.members))
-        engines[engine.name] = EnginePlacement(members[-1], tuple(members))
+        pool_class = {p.name: p.class_name for p in fl.clusters[cluster].spec.node_pools}
+        try:
+            requests = tuple(tuple(resolve_member_requests(fl, dep, engine.name, i, pool_class[p]))
+                             for i, p in enumerate(members))
+        except (KeyError, AttributeError):
+            requests = ()
+        engines[engine.name] = EnginePlacement(members[-1], tuple(members), requests)
     return PlacedReplica(replica_name(name, cluster, index), index, cluster, engines)
 
 

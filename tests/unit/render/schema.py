@@ -5,7 +5,7 @@ embedded pod template or pod spec validated as core/v1 again."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 
 import jsonschema
 import kubernetes_validate
@@ -13,10 +13,11 @@ from kubernetes_validate import utils
 from referencing import Registry, Resource
 
 K8S_VERSION = "1.35"
-CORE_KINDS = {"Namespace", "ConfigMap", "Service", "PersistentVolumeClaim", "Job", "Deployment", "ResourceClaimTemplate"}
+CORE_KINDS = {"Namespace", "ConfigMap", "Service", "PersistentVolumeClaim", "Job", "Deployment",
+              "ResourceClaimTemplate", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(kind: str, api_version: str) -> jsonschema.Validator:
     """kubernetes-validate's strict schema for one kind, loaded once: its own `validate`
     re-reads the multi-megabyte definitions file on every call."""
@@ -129,7 +130,22 @@ PODCLIQUESET = {
     },
 }
 
-CRD_SHAPES = {"LeaderWorkerSet": LWS, "PodCliqueSet": PODCLIQUESET}
+_QUEUE_RESOURCE = {"quota": int, "overQuotaWeight": int, "limit": int}
+
+# KAI Scheduler's Queue (k8s-api-shapes §5.2: spec.parentQueue, spec.priority,
+# spec.resources.{cpu,memory,gpu}.{quota,overQuotaWeight,limit}).
+KAI_QUEUE = {
+    "apiVersion!": _enum("scheduling.run.ai/v2"),
+    "kind!": _enum("Queue"),
+    "metadata!": META,
+    "spec!": {
+        "parentQueue": str,
+        "priority": int,
+        "resources": {"cpu": _QUEUE_RESOURCE, "memory": _QUEUE_RESOURCE, "gpu": _QUEUE_RESOURCE},
+    },
+}
+
+CRD_SHAPES = {"LeaderWorkerSet": LWS, "PodCliqueSet": PODCLIQUESET, "Queue": KAI_QUEUE}
 
 
 def shape_errors(value, shape, path: str = "$") -> list[str]:

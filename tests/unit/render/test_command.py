@@ -8,7 +8,7 @@ import yaml
 from modelplane.commands import render as command
 from modelplane.render.output import file_names
 
-from .fleets import CACHES, PLATFORM, RESEARCH_CACHE, STANDALONE, GANG
+from .fleets import CACHES, GANG, PLATFORM, RESEARCH_CACHE, STANDALONE
 
 
 def _run(*argv):
@@ -95,12 +95,13 @@ def test_dangling_cache_reference_exits_2(tmp_path, capsys):
 
 
 def test_render_errors_exit_2_and_write_nothing(tmp_path, capsys, monkeypatch):
-    import modelplane.render as render
+    import modelplane.plan as plan
+    from modelplane.render import RenderError
 
-    def refuse(fleet, placement):
-        raise render.RenderError("ModelCache ml-team/qwen cannot be staged on InferenceCluster vultr-f")
+    def refuse(*_args, **_kwargs):
+        raise RenderError("ModelCache ml-team/qwen cannot be staged on InferenceCluster vultr-f")
 
-    monkeypatch.setattr(render, "render_cluster_manifests", refuse)
+    monkeypatch.setattr(plan, "plan_fleet", refuse)
     out = tmp_path / "out"
     assert _run(str(_manifests(tmp_path)), str(out)) == 2
     assert "vultr-f" in capsys.readouterr().err
@@ -112,3 +113,46 @@ def test_file_names_disambiguate_same_name_in_two_namespaces():
             {"kind": "Service", "metadata": {"name": "r", "namespace": "b"}},
             {"kind": "Namespace", "metadata": {"name": "a"}}]
     assert file_names(objs) == ["service-a-r.yaml", "service-b-r.yaml", "namespace-a.yaml"]
+
+
+def test_a_cluster_that_left_the_fleet_loses_its_directory(tmp_path):
+    """Issue 9 (low): `render` left a removed cluster's old folder behind."""
+    src, out = _manifests(tmp_path), tmp_path / "out"
+    assert _run(str(src), str(out)) == 0
+    assert (out / "vultr-f").is_dir() and (out / "kind-a").is_dir()
+    mine = out / "README.md"  # what OUT holds besides cluster directories stays
+    mine.write_text("GitOps repository\n")
+    vultr = PLATFORM.index("apiVersion: modelplane.ai/v1alpha1\nkind: InferenceCluster\nmetadata: {name: vultr-f")
+    (src / "platform.yaml").write_text(PLATFORM[:vultr])
+    assert _run(str(src), str(out)) == 0
+    assert not (out / "vultr-f").exists()
+    assert (out / "kind-a").is_dir() and mine.read_text() == "GitOps repository\n"
+    assert not list(out.glob(".modelplane-render-*")), "staging directory left behind"
+
+
+def test_a_failure_while_writing_leaves_the_previous_output_whole(tmp_path, monkeypatch):
+    """Issue 9 (low): a failed `render` left partial output; now it writes to a staging
+    directory and swaps it in only when everything was written."""
+    import modelplane.render.output as output
+
+    src, out = _manifests(tmp_path), tmp_path / "out"
+    assert _run(str(src), str(out)) == 0
+    before = _tree(out)
+    (src / "models.yaml").write_text("\n---\n".join([CACHES, RESEARCH_CACHE, GANG]))  # chat is gone
+    calls = {"n": 0}
+    real = output.to_yaml
+
+    def fail_midway(obj):
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise OSError(28, "No space left on device")
+        return real(obj)
+
+    monkeypatch.setattr(output, "to_yaml", fail_midway)
+    assert _run(str(src), str(out)) == 2
+    assert _tree(out) == before
+    assert not list(out.glob(".modelplane-render-*")), "staging directory left behind"
+    # into a directory that did not exist: nothing at all is left
+    calls["n"] = 0
+    assert _run(str(src), str(tmp_path / "new")) == 2
+    assert not (tmp_path / "new").exists()

@@ -1,11 +1,15 @@
-"""Everything per cluster: namespaces once, caches where they are needed, stable order."""
+"""The cluster plan: everything per cluster, namespaces once, caches where they are
+needed, the platform's own objects, stable order (modelplane.plan)."""
 
 import copy
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from modelplane.naming import child_name
-from modelplane.render import RenderError, render_cluster_manifests
+from modelplane.plan import PlanError, gitops_gateway_urls, plan_cluster, plan_fleet
 from modelplane.render.output import to_yaml
 from modelplane.scheduler import DeploymentPlacement, FleetPlacement, place_fleet
 
@@ -25,30 +29,44 @@ def _placement(fl):
     ])
 
 
+def _manifests(fl, placement):
+    return {name: plan.objects() for name, plan in plan_fleet(fl, placement).clusters.items()}
+
+
 def _names(objects, kind):
     return [o["metadata"]["name"] for o in objects if o["kind"] == kind]
 
 
-def test_every_cluster_has_an_entry():
+def _workload_namespaces(objects):
+    return [n for n in _names(objects, "Namespace") if n != "modelplane-system"]
+
+
+def test_every_cluster_has_a_plan():
     fl = full_fleet()
-    out = render_cluster_manifests(fl, _placement(fl))
+    out = _manifests(fl, _placement(fl))
     assert sorted(out) == sorted(fl.clusters)
-    assert out["vultr-f"] == []
+    # nothing placed there, no cache storage: only the platform's own objects
+    assert {o["metadata"].get("namespace", "") for o in out["vultr-f"]} <= {"", "modelplane-system"}
 
 
-def test_namespace_once_per_cluster_and_never_default():
+def test_namespace_once_per_cluster_never_builtin_and_static():
     fl = full_fleet()
-    out = render_cluster_manifests(fl, _placement(fl))
+    out = _manifests(fl, _placement(fl))
     # kind-a holds chat, pd and caches of both namespaces: still one Namespace each
-    assert _names(out["kind-a"], "Namespace") == ["ml-team", "research"]
-    assert _names(out["dynamo-b"], "Namespace") == ["ml-team", "research"]
-    assert _names(out["byo-nocache"], "Namespace") == []  # duo lives in "default"
-    assert len(_names(out["byo-nocache"], "Deployment")) == 2
+    assert _workload_namespaces(out["kind-a"]) == ["ml-team", "research"]
+    assert _workload_namespaces(out["dynamo-b"]) == ["ml-team", "research"]
+    # duo lives in "default", never created; pd (ml-team, no cache) may run there too
+    assert _workload_namespaces(out["byo-nocache"]) == ["ml-team"]
+    assert len([n for n in _names(out["byo-nocache"], "Deployment") if "gateway" not in n]) == 2
+    # a namespace stays while its deployments may run there, replicas or not: moving a
+    # replica away must not delete (and terminate) the namespace it may come back to
+    empty = _manifests(fl, FleetPlacement([]))
+    assert _workload_namespaces(empty["kind-a"]) == ["ml-team", "research"]
 
 
 def test_caches_follow_selectors_storage_and_consumers():
     fl = full_fleet()
-    out = render_cluster_manifests(fl, _placement(fl))
+    out = _manifests(fl, _placement(fl))
     qwen = child_name("modelcache", "ml-team", "qwen")
     llama = child_name("modelcache", "ml-team", "llama")
     research = child_name("modelcache", "research", "llama")
@@ -63,20 +81,50 @@ def test_caches_follow_selectors_storage_and_consumers():
     for cluster in ("byo-nocache", "vultr-f"):
         assert not _names(out[cluster], "PersistentVolumeClaim")
     assert child_name("modelcache", "ml-team", "qwen", "hydrate") in _names(out["gke-c"], "Job")
+    plan = plan_fleet(fl, _placement(fl))
+    assert plan.cache_clusters("ml-team", "qwen") == ["gke-c", "kind-a"]
 
 
-def test_a_consumer_on_a_cluster_without_cache_storage_is_an_error():
+def test_the_token_secret_a_cache_job_reads_is_named_never_rendered():
+    fl = full_fleet()
+    plan = plan_fleet(fl, _placement(fl))
+    needs = {(s.namespace, s.name, s.key, s.config) for s in plan.secrets}
+    assert needs == {("ml-team", child_name("modelcache", "ml-team", "qwen", "auth"), "HF_TOKEN", "hfToken")}
+    for objects in plan.manifests(gitops_gateway_urls(fl)[0]).values():
+        assert not _names(objects, "Secret")
+
+
+def test_platform_objects_per_cluster():
+    fl = full_fleet()
+    out = _manifests(fl, _placement(fl))
+    # Dynamo: the KAI queue and a ModelExpress server per namespace, built-in ones included
+    assert _names(out["dynamo-b"], "Queue") == ["modelplane"]
+    mx = [o for o in out["dynamo-b"] if o["metadata"]["name"] == "modelexpress-server"]
+    assert sorted((o["metadata"]["namespace"], o["kind"]) for o in mx) == [
+        (ns, kind) for ns in ("default", "ml-team", "research") for kind in ("Deployment", "Service")]
+    assert not _names(out["kind-a"], "Queue")
+    # Kind: the mock engine's source in every namespace used there
+    mock = [o for o in out["kind-a"] if o["metadata"]["name"] == "modelplane-mock-engine"]
+    assert sorted(o["metadata"]["namespace"] for o in mock) == ["default", "ml-team", "research"]
+    # every cluster: modelplane-system and its workload gateway
+    for name, objects in out.items():
+        assert "modelplane-system" in _names(objects, "Namespace")
+        assert f"{name}-gateway" in _names(objects, "Deployment")
+        assert f"{name}-gateway-routes" in _names(objects, "ConfigMap")
+
+
+def test_a_consumer_on_a_cluster_without_cache_storage_is_an_error_naming_the_manifest():
     fl = full_fleet()
     placement = FleetPlacement([DeploymentPlacement(
         namespace="ml-team", name="chat", desired=1,
         replicas=[place(fl, "ml-team", "chat", "vultr-f", 0)])])
-    with pytest.raises(RenderError, match="vultr-f"):
-        render_cluster_manifests(fl, placement)
+    with pytest.raises(PlanError, match=r"^render-test#\d+: replica .* vultr-f, which cannot stage ModelCache qwen"):
+        plan_fleet(fl, placement)
 
 
 def test_objects_are_sorted_dependencies_first():
     fl = full_fleet()
-    objects = render_cluster_manifests(fl, _placement(fl))["kind-a"]
+    objects = _manifests(fl, _placement(fl))["kind-a"]
     kinds = [o["kind"] for o in objects]
     order = ["Namespace", "ConfigMap", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment", "Service"]
     assert kinds == sorted(kinds, key=order.index)
@@ -86,51 +134,68 @@ def test_objects_are_sorted_dependencies_first():
 def test_unknown_deployment_or_cluster_in_the_placement_is_an_error():
     fl = full_fleet()
     ghost = FleetPlacement([DeploymentPlacement(namespace="ml-team", name="ghost", desired=1)])
-    with pytest.raises(RenderError, match="ghost"):
-        render_cluster_manifests(fl, ghost)
+    with pytest.raises(PlanError, match="ghost"):
+        plan_fleet(fl, ghost)
     rep = place(fl, "ml-team", "chat", "kind-a")
     lost = FleetPlacement([DeploymentPlacement(
         namespace="ml-team", name="chat", desired=1,
         replicas=[type(rep)(rep.name, 0, "nowhere", rep.engines)])])
-    with pytest.raises(RenderError, match="nowhere"):
-        render_cluster_manifests(fl, lost)
+    with pytest.raises(PlanError, match="nowhere"):
+        plan_fleet(fl, lost)
+    with pytest.raises(PlanError, match="nowhere"):
+        plan_cluster(fl, FleetPlacement([]), "nowhere")
 
 
-def test_rendering_is_deterministic_and_input_order_free():
+def test_planning_is_deterministic_and_input_order_free():
     fl = full_fleet()
     placement = _placement(fl)
-    first = render_cluster_manifests(fl, placement)
-    again = render_cluster_manifests(full_fleet(), copy.deepcopy(placement))
+    first = _manifests(fl, placement)
+    again = _manifests(full_fleet(), copy.deepcopy(placement))
     shuffled = FleetPlacement(list(reversed(placement.deployments)))
     for d in shuffled.deployments:
         d.replicas = list(reversed(d.replicas))
-    third = render_cluster_manifests(fl, shuffled)
+    third = _manifests(fl, shuffled)
     assert first == again == third
     texts = {c: [to_yaml(o) for o in objs] for c, objs in first.items()}
     assert texts == {c: [to_yaml(o) for o in objs] for c, objs in third.items()}
     assert "&id" not in "".join(t for objs in texts.values() for t in objs)
 
 
-def test_renders_what_the_scheduler_placed():
+def test_plan_cluster_is_the_fleet_plans_share():
+    fl = full_fleet()
+    placement = _placement(fl)
+    fleet_plan = plan_fleet(fl, placement)
+    for name in fl.clusters:
+        assert plan_cluster(fl, placement, name) == fleet_plan.clusters[name]
+
+
+def test_plans_what_the_scheduler_placed():
     fl = full_fleet()
     placement = place_fleet(fl)
-    out = render_cluster_manifests(fl, placement)
+    plan = plan_fleet(fl, placement)
     placed = sum(len(d.replicas) for d in placement.deployments)
     assert placed > 0
-    services = [o for objs in out.values() for o in objs if o["kind"] == "Service"]
-    assert len(services) == placed
     for d in placement.deployments:
         for r in d.replicas:
-            assert r.name in _names(out[r.cluster], "Service")
+            assert r.name in _names(plan.clusters[r.cluster].objects(), "Service")
+            assert [p.replica for p in plan.replicas_of(d.namespace, d.name) if p.replica.name == r.name] == [r]
 
 
-def test_renderers_never_import_pulumi():
-    import subprocess
-    import sys
-
-    code = ("import sys, modelplane.render, modelplane.commands.render; "
+def test_the_core_never_imports_pulumi():
+    code = ("import sys, modelplane.render, modelplane.plan, modelplane.commands.render; "
             "sys.exit(any(m == 'pulumi' or m.startswith('pulumi.') or m.startswith('pulumi_') for m in sys.modules))")
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[3]
     assert subprocess.run([sys.executable, "-c", code], cwd=root).returncode == 0
+
+
+def test_gateway_configuration_text_has_no_yaml_anchors():
+    """The data-path builders share dicts between services; the configuration files must
+    not spell that as anchors, or `render` and the Pulumi program write different bytes."""
+    from modelplane.api import load_manifests
+
+    fl = load_manifests("examples/kind")
+    plan = plan_fleet(fl, place_fleet(fl))
+    texts = [text for objects in plan.manifests(gitops_gateway_urls(fl)[0]).values()
+             for o in objects if o["kind"] == "ConfigMap" for text in o["data"].values()]
+    routes = [t for t in texts if "weighted" in t]
+    assert routes and not [t for t in routes if "&id" in t or "*id" in t]

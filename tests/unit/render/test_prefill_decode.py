@@ -31,7 +31,7 @@ def test_role_labels_follow_the_phase_not_the_name():
 
 def test_nixl_side_channel_env_on_both_engines():
     _, objects = _render()
-    for name, dep in _by_engine(objects).items():
+    for dep in _by_engine(objects).values():
         env = env_map(dep["spec"]["template"]["spec"]["containers"][0])
         assert env["VLLM_NIXL_SIDE_CHANNEL_HOST"] == {
             "name": "VLLM_NIXL_SIDE_CHANNEL_HOST", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}

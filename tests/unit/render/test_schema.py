@@ -3,18 +3,26 @@ schema (strict: unknown fields fail), LWS and Grove against their documented sha
 
 import pytest
 
-from modelplane.render import render_cluster_manifests
-
-from .schema import shape_errors, validate_any, CRD_SHAPES
-from .test_fleet import _placement
-from .fleets import full_fleet, place
-
+from modelplane.api import load_manifests
+from modelplane.plan import gitops_gateway_urls, plan_fleet
 from modelplane.render import render_replica
+from modelplane.scheduler import place_fleet
+
+from .fleets import full_fleet, place
+from .schema import CRD_SHAPES, shape_errors, validate_any
+from .test_fleet import _placement
+
+
+def _manifests(fl, placement):
+    return plan_fleet(fl, placement).manifests(gitops_gateway_urls(fl)[0])
 
 
 def _everything():
     fl = full_fleet()
-    objects = [o for objs in render_cluster_manifests(fl, _placement(fl)).values() for o in objs]
+    objects = [o for objs in _manifests(fl, _placement(fl)).values() for o in objs]
+    # the pool labeler and the egress reference of a bring-your-own fleet with a SaaS endpoint
+    byo = load_manifests("examples/byo")
+    objects += [o for objs in _manifests(byo, place_fleet(byo)).values() for o in objs]
     # the Default-stack gang too, which the fleet placement above puts on Dynamo
     rep = place(fl, "research", "big", "eks-g", pools={"tp16": ("small", "h100")})
     objects += render_replica(fl, fl.deployments[("research", "big")], rep, "eks-g")
@@ -27,7 +35,8 @@ OBJECTS = _everything()
 def test_all_kinds_are_covered():
     kinds = {o["kind"] for o in OBJECTS}
     assert kinds == {"Namespace", "ConfigMap", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment",
-                     "LeaderWorkerSet", "PodCliqueSet", "Service"}
+                     "LeaderWorkerSet", "PodCliqueSet", "Service", "Queue", "ServiceAccount", "ClusterRole",
+                     "ClusterRoleBinding"}
 
 
 @pytest.mark.parametrize("obj", OBJECTS, ids=lambda o: f"{o['kind']}-{o['metadata']['name']}")
@@ -65,7 +74,7 @@ def test_grove_references_are_consistent():
 
 def test_claim_references_resolve_within_the_cluster_output():
     fl = full_fleet()
-    for objects in render_cluster_manifests(fl, _placement(fl)).values():
+    for objects in _manifests(fl, _placement(fl)).values():
         templates = {(o["metadata"]["namespace"], o["metadata"]["name"])
                      for o in objects if o["kind"] == "ResourceClaimTemplate"}
         pvcs = {(o["metadata"]["namespace"], o["metadata"]["name"])
@@ -94,6 +103,7 @@ def _pod_specs(obj):
 
 def test_cached_validator_agrees_with_the_library():
     import kubernetes_validate
+
     from .schema import validate_core, validate_with_library
 
     for obj in OBJECTS:

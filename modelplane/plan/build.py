@@ -1,0 +1,251 @@
+"""Fleet + placement -> what each cluster runs (`plan_cluster`, `plan_fleet`).
+
+Pure and Pulumi-free: the inputs are the fleet (its documents) and the placement, so a
+per-cluster stack can build its share from a StackReference to the fleet's placement.
+Every rule about which objects land where lives here and in the renderers it calls:
+
+* namespaces: of every deployment that may run on the cluster (the scheduler's candidate
+  clusters), of every cache staged there, and of every replica placed there. Static on
+  purpose, so a namespace does not come and go with its replicas;
+* caches: staged where their selector matches and the cluster has cache storage, and
+  wherever a replica placed there mounts them;
+* the mock engine's ConfigMap (Kind) and the ModelExpress server (Dynamo): in each of
+  those namespaces, built-in ones included;
+* routes: every placed replica is an endpoint (semantics §4.1); each workload gateway
+  serves its own, the control plane all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from modelplane.api import Fleet, InferenceCluster, ModelCache
+from modelplane.gateway.config import ServiceRoute
+from modelplane.gateway.fleet import fleet_routes, placement_endpoints
+from modelplane.render import RenderError, render_cache, render_replica
+from modelplane.render.cache import cache_matches, hugging_face
+from modelplane.render.gateway import (
+    CONTROL_GATEWAY,
+    CONTROL_NODE_PORT,
+    NODE_PORT,
+    EgressMode,
+    egress_configmap,
+    egress_keys,
+    gateway_objects,
+    static_gateway_url,
+    workload_gateway_name,
+)
+from modelplane.render.mock_engine import render_mock_engine_configmap, ships_mock_engine
+from modelplane.render.names import cache_secret_name
+from modelplane.render.namespace import BUILTIN_NAMESPACES, render_namespace, render_system_namespace
+from modelplane.render.pool_labels import render_pool_labeler
+from modelplane.render.service import serving_url
+from modelplane.render.serving import chart_specs, dynamo, render_kai_queue, render_modelexpress
+from modelplane.scheduler import FleetPlacement, candidate_clusters
+from modelplane.storage import cache_storage_class
+
+from .types import CachePlan, ClusterFoundation, ClusterPlan, ControlPlan, FleetPlan, ReplicaPlan, SecretNeed
+
+DEFAULT_CONTROL_PLANE = "control"
+HF_TOKEN_CONFIG = "hfToken"
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """Where the control-plane gateway runs when no InferenceGateway names a fleet cluster
+    (the stack's `controlPlane`; `modelplane render --control-plane`)."""
+
+    name: str = DEFAULT_CONTROL_PLANE
+    source: str = "Existing"      # Kind | Existing
+
+
+class PlanError(RenderError):
+    """The fleet cannot be planned as declared; the message names the manifest and the fix."""
+
+
+def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
+    """What a workload cluster runs whatever the placement."""
+    spec = _cluster(fleet, cluster)
+    return ClusterFoundation(
+        name=cluster,
+        system_namespace=render_system_namespace(cluster),
+        pool_labeler=tuple(render_pool_labeler(spec)),
+        kai_queue=render_kai_queue() if dynamo(spec) else None,
+        charts=tuple(chart_specs(spec, fleet)),
+        gateway=tuple(gateway_objects(workload_gateway_name(cluster),
+                                      node_port=NODE_PORT if spec.source == "Kind" else None)),
+    )
+
+
+def cache_clusters(fleet: Fleet, cache: ModelCache, placement: FleetPlacement | None = None) -> list[str]:
+    """Clusters a cache is staged on: its selector matches and the cluster can stage it;
+    with a placement, also every cluster where a placed replica mounts it (a replica kept
+    where the selector no longer matches still needs its PVC)."""
+    staged = {name for name, c in fleet.clusters.items()
+              if cache_matches(cache, c) and cache_storage_class(c) is not None}
+    key = (cache.metadata.namespace or "default", cache.metadata.name)
+    for dp in placement.deployments if placement is not None else []:
+        dep = fleet.deployments.get((dp.namespace, dp.name))
+        ref = dep.spec.template.spec.model_cache_ref if dep is not None else None
+        if ref is not None and (dp.namespace, ref.name) == key:
+            staged |= {r.cluster for r in dp.replicas}
+    return sorted(staged)
+
+
+def _cluster(fleet: Fleet, name: str) -> InferenceCluster:
+    found = fleet.clusters.get(name)
+    if found is None:
+        raise PlanError(f"InferenceCluster {name!r} is not in the fleet")
+    return found
+
+
+def _check_placement(fleet: Fleet, placement: FleetPlacement) -> None:
+    for dp in placement.deployments:
+        if (dp.namespace, dp.name) not in fleet.deployments:
+            raise PlanError(f"placement lists ModelDeployment {dp.namespace}/{dp.name}, which is not in the fleet")
+        for r in dp.replicas:
+            if r.cluster not in fleet.clusters:
+                raise PlanError(f"replica {r.name} of {dp.namespace}/{dp.name} is placed on unknown "
+                                f"InferenceCluster {r.cluster!r}")
+
+
+def _local(routes: tuple[ServiceRoute, ...], cluster: str) -> tuple[ServiceRoute, ...]:
+    out = []
+    for r in routes:
+        local = tuple(b for b in r.backends if b.endpoint.cluster == cluster)
+        if local:
+            out.append(ServiceRoute(r.namespace, r.name, local))
+    return tuple(out)
+
+
+def _token(cache: ModelCache) -> SecretNeed | None:
+    auth = hugging_face(cache).auth_secret
+    if auth is None:
+        return None
+    ns = cache.metadata.namespace or "default"
+    return SecretNeed(ns, cache_secret_name(ns, cache.metadata.name), auth.key, HF_TOKEN_CONFIG,
+                      f"the Hugging Face token of ModelCache {ns}/{cache.metadata.name}")
+
+
+def fleet_routes_for(fleet: Fleet, placement: FleetPlacement) -> tuple[ServiceRoute, ...]:
+    """Every ModelService with its weighted backends; each replica reached at its serving Service."""
+    endpoints = placement_endpoints(fleet, placement, lambda ns, replica, _cluster: serving_url(ns, replica))
+    return tuple(fleet_routes(fleet, endpoints))
+
+
+@dataclass(frozen=True)
+class _FleetFacts:
+    """What every cluster's plan reads about the whole fleet, computed once per placement."""
+
+    routes: tuple[ServiceRoute, ...]
+    candidates: Mapping[tuple[str, str], list[str]]     # deployment -> clusters it may run on
+    staged: Mapping[tuple[str, str], list[str]]         # cache -> clusters it is staged on
+
+
+def _facts(fleet: Fleet, placement: FleetPlacement) -> _FleetFacts:
+    _check_placement(fleet, placement)
+    return _FleetFacts(fleet_routes_for(fleet, placement), candidate_clusters(fleet),
+                       {key: cache_clusters(fleet, cache, placement) for key, cache in sorted(fleet.caches.items())})
+
+
+def plan_cluster(fleet: Fleet, placement: FleetPlacement, cluster: str) -> ClusterPlan:
+    """Everything `cluster` runs for this placement."""
+    return _plan_cluster(fleet, placement, cluster, _facts(fleet, placement))
+
+
+def _plan_cluster(fleet: Fleet, placement: FleetPlacement, cluster: str, facts: _FleetFacts) -> ClusterPlan:
+    spec = _cluster(fleet, cluster)
+    replicas = []
+    namespaces = {key[0] for key, names in facts.candidates.items() if cluster in names}
+    for dp in placement.deployments:
+        deployment = fleet.deployments[(dp.namespace, dp.name)]
+        for r in sorted(dp.replicas, key=lambda r: (r.index, r.name)):
+            if r.cluster != cluster:
+                continue
+            try:
+                objects = render_replica(fleet, deployment, r, spec)
+            except RenderError as exc:
+                raise PlanError(f"{fleet.source_of(deployment)}: {exc}") from exc
+            replicas.append(ReplicaPlan(dp.namespace, dp.name, r, tuple(objects)))
+            namespaces.add(dp.namespace)
+    caches = []
+    for (ns, name), cache in sorted(fleet.caches.items()):
+        if cluster not in facts.staged[(ns, name)]:
+            continue
+        try:
+            objects = render_cache(fleet, cache, spec)
+        except RenderError as exc:
+            raise PlanError(f"{fleet.source_of(cache)}: {exc}") from exc
+        caches.append(CachePlan(ns, name, tuple(objects), _token(cache)))
+        namespaces.add(ns)
+    used = sorted(namespaces)
+    return ClusterPlan(
+        name=cluster,
+        foundation=plan_foundation(fleet, cluster),
+        namespaces=tuple(render_namespace(ns, cluster) for ns in used if ns not in BUILTIN_NAMESPACES),
+        modelexpress=tuple(o for ns in used for o in render_modelexpress(ns)) if dynamo(spec) else (),
+        # Kind regions run the examples' mock engine from a stock image; its source
+        # travels as a ConfigMap the engine pods mount (modelplane/render/mock_engine.py).
+        mock_engine=tuple(render_mock_engine_configmap(ns, cluster) for ns in used) if ships_mock_engine(spec) else (),
+        caches=tuple(caches),
+        replicas=tuple(replicas),
+        routes=_local(facts.routes, cluster),
+    )
+
+
+def control_plane_cluster(fleet: Fleet, default: ControlPlane) -> tuple[str, bool, bool]:
+    """(cluster, is a fleet cluster, is Kind) the control-plane gateway runs on."""
+    gw = fleet.control_gateway()
+    if gw is not None and (gw.spec.tls or gw.spec.auth):
+        # Refuse rather than serve plain HTTP to callers who asked for TLS or API keys.
+        raise PlanError(f"{fleet.source_of(gw)}: InferenceGateway {gw.metadata.name}: spec.tls and spec.auth "
+                        "are not implemented yet; remove them (the gateway serves plain HTTP without caller "
+                        "authentication) or terminate TLS and authenticate in front of it")
+    if gw is not None and gw.spec.cluster_name:
+        name = gw.spec.cluster_name
+        if name not in fleet.clusters:
+            raise PlanError(f"{fleet.source_of(gw)}: InferenceGateway {gw.metadata.name} names cluster "
+                            f"{name!r}, which is not in the fleet")
+        return name, True, fleet.clusters[name].source == "Kind"
+    return default.name, False, default.source == "Kind"
+
+
+def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: EgressMode = "reference"
+                 ) -> ControlPlan:
+    """The control-plane gateway, whatever the placement. `egress`: how API keys reach it
+    (`secret`: a Secret the program fills; `reference`: Secrets the user creates)."""
+    cluster, in_fleet, kind = control_plane_cluster(fleet, control)
+    static = fleet_routes_for(fleet, FleetPlacement([]))
+    mode: EgressMode | None = egress if any(b.endpoint.external for r in static for b in r.backends) else None
+    gateway = gateway_objects(CONTROL_GATEWAY, node_port=CONTROL_NODE_PORT if kind else None,
+                              static_routes=static, egress=mode)
+    if mode == "reference":
+        gateway.append(egress_configmap(CONTROL_GATEWAY, static))
+    return ControlPlan(cluster=cluster, in_fleet=in_fleet, kind=kind, static_routes=static,
+                       system_namespace=render_system_namespace(cluster), gateway=tuple(gateway),
+                       egress_mode=mode, egress=tuple(egress_keys(static)))
+
+
+def plan_fleet(fleet: Fleet, placement: FleetPlacement, control: ControlPlane = ControlPlane(),
+               egress: EgressMode = "reference") -> FleetPlan:
+    """Every workload cluster's plan and the control plane's, for one placement."""
+    facts = _facts(fleet, placement)
+    clusters = {name: _plan_cluster(fleet, placement, name, facts) for name in sorted(fleet.clusters)}
+    return FleetPlan(placement=placement, clusters=clusters, routes=facts.routes,
+                     control=plan_control(fleet, control, egress))
+
+
+def gitops_gateway_urls(fleet: Fleet) -> tuple[dict[str, str], list[str]]:
+    """Gateway URLs when nothing is deployed by us (GitOps): the known ones, and for the
+    others a placeholder and a warning saying how to name the gateway."""
+    urls: dict[str, str] = {}
+    warnings = []
+    for name, cluster in sorted(fleet.clusters.items()):
+        url = static_gateway_url(cluster)
+        if url is None:
+            warnings.append(f"InferenceCluster {name}: no spec.gateway.hostname, so the rendered control-plane "
+                            "routes cannot name its gateway; set one for the GitOps path")
+            url = f"http://{name}.gateway.invalid"
+        urls[name] = url
+    return urls, warnings
