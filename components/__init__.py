@@ -1,19 +1,22 @@
 """Pulumi components of the Modelplane fleet (type tokens `modelplane:index:<Type>`).
 
-Importing this package registers nothing; `deploy_fleet` does, from `FleetArgs`.
+Importing this package registers nothing; `deploy_fleet` (the `ModelplaneFleet` root
+component) does, from `FleetArgs`.
 """
 
 from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, FleetArgs, GcpArgs
+from components.cache import ModelCache, ModelCacheArgs
 from components.cluster import InferenceCluster, InferenceClusterArgs
-from components.deployment import ModelDeployment
-from components.cache import ModelCache
-from components.fleet import FleetResources, deploy_fleet
-from components.gateway import TraefikGateway
-from components.serving import ServingStack
-from components.service import ModelEndpoint, ModelService
+from components.deployment import ModelDeployment, ModelDeploymentArgs
+from components.errors import ResourceError
+from components.fleet import ModelplaneFleet, deploy_fleet
+from components.gateway import TraefikGateway, TraefikGatewayArgs
+from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
+from components.serving import ServingStack, ServingStackArgs
 
 __all__ = [
-    "AwsArgs", "ClusterAccess", "ControlPlaneArgs", "FleetArgs", "FleetResources", "GcpArgs",
-    "InferenceCluster", "InferenceClusterArgs", "ModelCache", "ModelDeployment", "ModelEndpoint",
-    "ModelService", "ServingStack", "TraefikGateway", "deploy_fleet",
+    "AwsArgs", "ClusterAccess", "ControlPlaneArgs", "FleetArgs", "GcpArgs", "InferenceCluster",
+    "InferenceClusterArgs", "ModelCache", "ModelCacheArgs", "ModelDeployment", "ModelDeploymentArgs",
+    "ModelEndpoint", "ModelEndpointArgs", "ModelService", "ModelServiceArgs", "ModelplaneFleet", "ResourceError",
+    "ServingStack", "ServingStackArgs", "TraefikGateway", "TraefikGatewayArgs", "deploy_fleet",
 ]

@@ -3,17 +3,18 @@ who prefers code to YAML passes directly (see docs/pulumi-program.md)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
 
 import pulumi
 
-DEFAULT_KIND_NODE_IMAGE = "kindest/node:v1.35.1"
-# kubelet 1.34.0 and 1.34.1 deadlock DRA after ~30 idle minutes (k8s-api-shapes §1.9).
-BAD_KIND_IMAGES = ("v1.34.0", "v1.34.1")
+from modelplane.api import Fleet
+from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
+from modelplane.plan import DEFAULT_CONTROL_PLANE
+from modelplane.scheduler import DEFAULT_ACCOUNTING
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ClusterAccess:
     """How to reach a cluster the program does not create. `kubeconfig` is the file's
     contents (keep it a secret) or, when `kubeconfig_path` is set, read from that path."""
@@ -23,17 +24,17 @@ class ClusterAccess:
     context: str | None = None
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ControlPlaneArgs:
     """Where the control-plane gateway runs when no InferenceGateway names a fleet cluster."""
 
-    name: str = "control"
+    name: str = DEFAULT_CONTROL_PLANE
     source: str = "Kind"  # Kind | Existing
     node_image: str = DEFAULT_KIND_NODE_IMAGE
     access: ClusterAccess = field(default_factory=ClusterAccess)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class AwsArgs:
     vpc_cidr: str = "10.0.0.0/16"
     cluster_role_arn: str | None = None
@@ -41,7 +42,7 @@ class AwsArgs:
     system_instance_type: str = "m6i.xlarge"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class GcpArgs:
     project: str | None = None
     network: str | None = None
@@ -52,12 +53,13 @@ class GcpArgs:
     system_machine_type: str = "e2-standard-4"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class FleetArgs:
-    fleet: Any  # modelplane.api.Fleet
-    accounting: str = "Device"
+    fleet: Fleet
+    accounting: str = DEFAULT_ACCOUNTING
     observed: Mapping[str, Mapping[str, int]] | None = None
-    # GitOps: every cluster's provider writes YAML under <render_dir>/<cluster>.
+    # GitOps: every cluster's provider writes YAML under <render_dir>/<cluster>; Secrets
+    # are referenced, never written (docs/pulumi-program.md).
     render_dir: str | None = None
     install_charts: bool = True
     control_plane: ControlPlaneArgs = field(default_factory=ControlPlaneArgs)
@@ -65,5 +67,5 @@ class FleetArgs:
     aws: AwsArgs = field(default_factory=AwsArgs)
     gcp: GcpArgs = field(default_factory=GcpArgs)
     hf_token: pulumi.Input[str] | None = None
-    # "<namespace>/<endpoint>" -> API key (a secret Output)
+    # "<namespace>/<credential Secret name>" -> API key (a secret Output)
     endpoint_api_keys: pulumi.Input[Mapping[str, str]] | None = None

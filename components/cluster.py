@@ -9,28 +9,36 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.args import AwsArgs, ClusterAccess, GcpArgs
+from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, GcpArgs
+from components.errors import ResourceError
 from components.k8s import register_objects
-from components.labels import k8s_labels
-from components.pool_labels import NAMESPACE, pool_label_objects
-from components.sources.kind import check_node_image, kind_cluster
+from components.sources.kind import kind_cluster
+from modelplane.api import Fleet, load_manifest_text
+from modelplane.api import InferenceCluster as ClusterSpec
+from modelplane.checks.kind_node_image import node_image_error
+from modelplane.plan import ClusterFoundation
+from modelplane.render import render_system_namespace
+from modelplane.render.meta import PROVISIONED_SOURCES
 
-PROVISIONED = ("Kind", "EKS", "GKE")
 
-
-@dataclass
+@dataclass(kw_only=True)
 class InferenceClusterArgs:
-    cluster: Any  # modelplane.api.InferenceCluster
-    fleet: Any
+    cluster: ClusterSpec
+    # The fleet the cluster belongs to and its placement-free plan (modelplane.plan);
+    # None for the stack's own control cluster.
+    fleet: Fleet | None = None
+    foundation: ClusterFoundation | None = None
     access: ClusterAccess = field(default_factory=ClusterAccess)
     render_dir: str | None = None
-    host_port: int | None = None  # Kind: publish the gateway NodePort on the host
+    host_port: int | None = None  # Kind: publish the control-plane gateway's NodePort on the host
     aws: AwsArgs = field(default_factory=AwsArgs)
     gcp: GcpArgs = field(default_factory=GcpArgs)
 
 
 class InferenceCluster(pulumi.ComponentResource):
     """Creates (Kind, EKS, GKE) or reaches (Existing) a cluster; children use `provider`.
+    Registers the cluster's `modelplane-system` namespace and, on clusters the program does
+    not provision, the pool labeler (modelplane.plan's foundation).
 
     With `render_dir` nothing is provisioned: the provider writes YAML to
     `<render_dir>/<cluster>` (the GitOps path)."""
@@ -39,46 +47,50 @@ class InferenceCluster(pulumi.ComponentResource):
     kubeconfig: pulumi.Output[str] | None
     namespace: k8s.core.v1.Namespace
 
-    def __init__(self, name: str, args: InferenceClusterArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: InferenceClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         spec = args.cluster
-        props = {"source": spec.source, "renderDir": args.render_dir or "",
-                 "manifest": spec.to_manifest()}
+        props = {"source": spec.source, "renderDir": args.render_dir or "", "manifest": spec.to_manifest()}
         super().__init__("modelplane:index:InferenceCluster", name, props, opts)
         self.source = spec.source
         self.kubeconfig = None if args.render_dir else self._connect(name, args)
         self.provider = _provider(name, self, args, self.kubeconfig)
-        child = pulumi.ResourceOptions(parent=self, provider=self.provider)
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-system", metadata={"name": NAMESPACE, "labels": k8s_labels("system", {"modelplane.ai/cluster": name})},
-            opts=child)
-        labeler = pool_label_objects(name, spec.spec.node_pools) if spec.source not in PROVISIONED else []
-        if labeler:
-            register_objects(name, labeler, pulumi.ResourceOptions(parent=self, provider=self.provider,
-                                                                   depends_on=[self.namespace]))
+        foundation = args.foundation
+        system = foundation.system_namespace if foundation else render_system_namespace(name)
+        self.namespace = k8s.core.v1.Namespace(f"{name}-system", metadata=system["metadata"],
+                                               opts=pulumi.ResourceOptions(parent=self, provider=self.provider))
+        if foundation and foundation.pool_labeler:
+            register_objects(name, foundation.pool_labeler, pulumi.ResourceOptions(
+                parent=self, provider=self.provider, depends_on=[self.namespace]))
         outputs: dict[str, Any] = {"source": spec.source, "pools": [p.name for p in spec.spec.node_pools]}
         if self.kubeconfig is not None:
             outputs["kubeconfig"] = self.kubeconfig
         self.register_outputs(outputs)
 
-    def _connect(self, name: str, args: InferenceClusterArgs) -> pulumi.Input[str] | None:
+    def _connect(self, name: str, args: InferenceClusterArgs) -> pulumi.Output[str] | None:
         spec, source = args.cluster, args.cluster.source
         if source == "Kind":
-            image = spec.spec.cluster.kind.node_image
-            check_node_image(image, f"InferenceCluster {name}")
+            kind = spec.spec.cluster.kind
+            image = kind.node_image if kind is not None else ControlPlaneArgs().node_image
+            error = node_image_error(image)
+            if error:
+                where = args.fleet.source_of(spec) if args.fleet is not None else "stack config controlPlane"
+                raise ResourceError(f"{where}: InferenceCluster {name}: {error}", self)
             pools = [(p.name, p.node_count) for p in spec.spec.node_pools]
-            return kind_cluster(name, image, pools, self, args.host_port).stdout
-        if source == "EKS":
-            from components.sources.eks import eks_cluster  # the AWS SDK is large; load on use
-            return eks_cluster(name, spec, args.fleet, args.aws, self)
-        if source == "GKE":
-            from components.sources.gke import gke_cluster
+            return kind_cluster(name, image, pools, self, host_port=args.host_port).stdout
+        if source in ("EKS", "GKE"):
+            if args.fleet is None:
+                raise ResourceError(f"InferenceCluster {name}: {source} clusters are provisioned from a fleet", self)
+            if source == "EKS":
+                from components.sources.eks import eks_cluster  # the AWS SDK is large: imported by EKS stacks only
+                return eks_cluster(name, spec, args.fleet, args.aws, self)
+            from components.sources.gke import gke_cluster  # the GCP SDK is large: imported by GKE stacks only
             return gke_cluster(name, spec, args.fleet, args.gcp, self)
         if args.access.kubeconfig is None and not args.access.kubeconfig_path:
-            raise ValueError(
+            raise ResourceError(
                 f"InferenceCluster {name} (source {source}) is not provisioned by this program; set its "
                 f"kubeconfig with `pulumi config set --secret --path 'kubeconfigs.{name}' \"$(cat kubeconfig)\"` "
-                f"or clusters.{name}.kubeconfigPath")
-        if source != "Existing":
+                f"or clusters.{name}.kubeconfigPath", self)
+        if source not in PROVISIONED_SOURCES and source != "Existing":
             pulumi.log.warn(f"InferenceCluster {name}: source {source} is reached as an Existing cluster "
                             "through its kubeconfig; this program does not provision it", self)
         if args.access.kubeconfig is not None:
@@ -100,14 +112,14 @@ def _provider(name: str, parent: pulumi.Resource, args: InferenceClusterArgs,
         cluster_identifier=name, opts=opts)
 
 
-def control_cluster(name: str, source: str, node_image: str, access: ClusterAccess, render_dir: str | None,
-                    host_port: int | None = None, opts: pulumi.ResourceOptions | None = None) -> InferenceCluster:
+def control_cluster(args: ControlPlaneArgs, *, render_dir: str | None, host_port: int | None = None,
+                    opts: pulumi.ResourceOptions | None = None) -> InferenceCluster:
     """The control cluster, when it is not one of the fleet's clusters."""
-    from modelplane.api import load_manifest_text
-
-    block = {"Kind": f"kind: {{nodeImage: '{node_image}'}}", "Existing": "existing: {}"}[source]
-    manifest = (f"apiVersion: modelplane.ai/v1alpha1\nkind: InferenceCluster\nmetadata: {{name: {name}}}\n"
-                f"spec: {{cluster: {{source: {source}, {block}}}}}\n")
-    spec = load_manifest_text(manifest, source="<stack config controlPlane>").clusters[name]
-    return InferenceCluster(name, InferenceClusterArgs(cluster=spec, fleet=None, access=access,
-                                                       render_dir=render_dir, host_port=host_port), opts)
+    block = {"Kind": f"kind: {{nodeImage: '{args.node_image}'}}", "Existing": "existing: {}"}.get(args.source)
+    if block is None:
+        raise pulumi.RunError(f"stack config controlPlane.source must be Kind or Existing, not {args.source!r}")
+    manifest = (f"apiVersion: modelplane.ai/v1alpha1\nkind: InferenceCluster\nmetadata: {{name: {args.name}}}\n"
+                f"spec: {{cluster: {{source: {args.source}, {block}}}}}\n")
+    spec = load_manifest_text(manifest, source="<stack config controlPlane>").clusters[args.name]
+    return InferenceCluster(args.name, InferenceClusterArgs(cluster=spec, access=args.access, render_dir=render_dir,
+                                                            host_port=host_port), opts)

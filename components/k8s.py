@@ -1,14 +1,16 @@
-"""Small helpers for registering rendered Kubernetes manifests."""
+"""Registering rendered Kubernetes manifests: one resource per object, on a cluster's provider."""
 
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
+from modelplane.render.meta import Manifest
+
 # Staging a model or starting an engine on it outlasts the provider's 10-minute default.
 SLOW = pulumi.CustomTimeouts(create="60m", update="60m")
 SLOW_KINDS = ("Job", "Deployment")
@@ -33,28 +35,25 @@ class RenderedObject(pulumi.CustomResource):
     CRDs (LeaderWorkerSet, PodCliqueSet) or kinds newer than the plugin
     (resource.k8s.io/v1)."""
 
-    def __init__(self, name: str, obj: dict, opts: pulumi.ResourceOptions | None = None):
-        extra = pulumi.ResourceOptions(version=k8s._utilities.get_version())
+    def __init__(self, name: str, obj: Manifest, opts: pulumi.ResourceOptions | None = None) -> None:
+        # The plugin version the typed classes pin; the SDK leaves this helper untyped.
+        extra = pulumi.ResourceOptions(version=k8s._utilities.get_version())  # type: ignore[no-untyped-call]
         if obj.get("kind") in SLOW_KINDS:
             extra.custom_timeouts = SLOW
         super().__init__(type_token(obj["apiVersion"], obj["kind"]), name, plain(obj),
                          pulumi.ResourceOptions.merge(opts, extra))
 
 
-def object_name(cluster: str, obj: dict) -> str:
+def object_name(cluster: str, obj: Mapping[str, Any]) -> str:
     """`<cluster>:<namespace>/<name>`: unique per kind across clusters (the kind is in the
     type token), readable in previews."""
     meta = obj["metadata"]
-    return f"{cluster}:{meta.get('namespace', '')}/{meta['name']}" if meta.get("namespace") else f"{cluster}:{meta['name']}"
+    namespace = meta.get("namespace")
+    return f"{cluster}:{namespace}/{meta['name']}" if namespace else f"{cluster}:{meta['name']}"
 
 
-def register_objects(cluster: str, objs: Iterable[dict], opts: pulumi.ResourceOptions) -> list[RenderedObject]:
+def register_objects(cluster: str, objs: Iterable[Manifest], opts: pulumi.ResourceOptions) -> list[RenderedObject]:
     return [RenderedObject(object_name(cluster, obj), obj, opts) for obj in objs]
-
-
-def child_opts(parent: pulumi.Resource, provider: pulumi.ProviderResource | None,
-               depends_on: Sequence[pulumi.Resource] = ()) -> pulumi.ResourceOptions:
-    return pulumi.ResourceOptions(parent=parent, provider=provider, depends_on=list(depends_on))
 
 
 def plain(value: Any) -> Any:

@@ -9,7 +9,9 @@ pulumi.Config, no captured Outputs, nothing done at import time.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 from pulumi.dynamic import (
@@ -61,12 +63,14 @@ def replica_keys(placement: Mapping[str, Any] | None) -> set[tuple[str, str, int
     return keys
 
 
-def replica_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, list]:
+def _rows(keys: set[tuple[str, str, int]]) -> list[list[str | int]]:
+    return [list(k) for k in sorted(keys)]
+
+
+def replica_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, list[list[str | int]]]:
     """Which replicas a new placement adds, keeps and removes relative to the old one."""
     before, after = replica_keys(old), replica_keys(new)
-    as_rows = lambda keys: [list(k) for k in sorted(keys)]  # noqa: E731
-    return {"added": as_rows(after - before), "kept": as_rows(after & before),
-            "removed": as_rows(before - after)}
+    return {"added": _rows(after - before), "kept": _rows(after & before), "removed": _rows(before - after)}
 
 
 def _manifest_failures(exc: Exception) -> list[CheckFailure]:
@@ -81,18 +85,19 @@ def _manifest_failures(exc: Exception) -> list[CheckFailure]:
     return out
 
 
-def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]):
+def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]
+                      ) -> tuple[dict[str, Any] | None, list[CheckFailure]]:
     """(placement JSON, failures). Pure: the same olds and news give the same answer,
     which `pulumi up` relies on (check runs in its preview and again in its update)."""
     from modelplane.api import load_documents  # deferred: keeps this module's import cheap
-    from modelplane.scheduler import ACCOUNTING_MODES, FleetPlacement, place_fleet
+    from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
 
-    accounting = news.get("accounting") or "Device"
+    accounting = news.get("accounting") or DEFAULT_ACCOUNTING
     if accounting not in ACCOUNTING_MODES:
         return None, [CheckFailure("accounting", f"accounting must be one of {ACCOUNTING_MODES}, got {accounting!r}")]
     try:
         fleet = load_documents(list(news.get("fleet") or []), source="<inputs>")
-    except Exception as exc:  # ManifestError, or anything a malformed document raises
+    except Exception as exc:  # noqa: BLE001 - ManifestError, or anything a malformed document raises: a check failure
         return None, _manifest_failures(exc)
     previous = None
     old_placement = olds.get("placement") if olds else None
@@ -115,7 +120,7 @@ class PlacementProvider(ResourceProvider):
         olds, news = normalize_numbers(olds or {}), normalize_numbers(news)
         inputs = dict(news)
         if any(contains_unknown(news.get(k)) for k in DRIVING_KEYS):
-            inputs["placement"] = Unknown()
+            inputs["placement"] = Unknown()  # type: ignore[no-untyped-call]  # the SDK's sentinel class is untyped
             return CheckResult(inputs, [])
         placement, failures = compute_placement(olds or {}, news)
         if failures:
@@ -147,18 +152,25 @@ class PlacementProvider(ResourceProvider):
         return ReadResult(id_, props)
 
 
-class FleetPlacement(Resource, module="modelplane", name="FleetPlacement"):
-    """Type token `pulumi-python:dynamic/modelplane:FleetPlacement`."""
+@dataclass(kw_only=True)
+class FleetPlacementArgs:
+    fleet_documents: list[dict[str, Any]]      # `Fleet.to_documents()`
+    accounting: str                            # one of the scheduler's ACCOUNTING_MODES
+    observed: Mapping[str, Mapping[str, int]] | None = None
 
-    fleet: pulumi.Output[list]
+
+class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement"):
+    """The placement as a resource. Its type token stays
+    `pulumi-python:dynamic/modelplane:FleetPlacement` (the policy pack and existing stacks
+    name it); the class is not called FleetPlacement, which is the scheduler's result type."""
+
+    fleet: pulumi.Output[list[dict[str, Any]]]
     accounting: pulumi.Output[str]
-    placement: pulumi.Output[dict]
+    placement: pulumi.Output[dict[str, Any]]
 
-    def __init__(self, name: str, fleet_documents: list[dict], accounting: str = "Device",
-                 observed: Mapping[str, Mapping[str, int]] | None = None,
-                 opts: pulumi.ResourceOptions | None = None) -> None:
-        props: dict[str, Any] = {"fleet": fleet_documents, "accounting": accounting,
+    def __init__(self, name: str, args: FleetPlacementArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        props: dict[str, Any] = {"fleet": args.fleet_documents, "accounting": args.accounting,
                                  "placement": None}
-        if observed:
-            props["observed"] = {c: dict(p) for c, p in observed.items()}
+        if args.observed:
+            props["observed"] = {c: dict(p) for c, p in args.observed.items()}
         super().__init__(PlacementProvider(), name, props, opts)

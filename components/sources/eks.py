@@ -8,12 +8,17 @@ nodes talk to each other on every port (EFA requires it), and subnets in one zon
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
-from components.labels import POOL, cloud_tags
+from components.args import AwsArgs
+from components.errors import ResourceError
+from components.labels import cloud_tags
 from components.sources import pool_provisioning
+from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.render.meta import LABEL_POOL, LABEL_ROLE
 
 DEFAULT_AMI = "AL2023_x86_64_NVIDIA"
 # EFA-capable network cards per instance type; the first card also carries IP traffic.
@@ -23,7 +28,8 @@ _ASSUME = {"eks": "eks.amazonaws.com", "ec2": "ec2.amazonaws.com"}
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
 
 
-def _role(name: str, service: str, policies: tuple[str, ...], opts: pulumi.ResourceOptions, tags: dict) -> aws.iam.Role:
+def _role(name: str, service: str, policies: tuple[str, ...], opts: pulumi.ResourceOptions,
+          tags: dict[str, str]) -> aws.iam.Role:
     doc = {"Version": "2012-10-17", "Statement": [
         {"Effect": "Allow", "Principal": {"Service": _ASSUME[service]}, "Action": "sts:AssumeRole"}]}
     role = aws.iam.Role(name, assume_role_policy=json.dumps(doc), tags=tags, opts=opts)
@@ -33,7 +39,8 @@ def _role(name: str, service: str, policies: tuple[str, ...], opts: pulumi.Resou
     return role
 
 
-def _network(name: str, zones: list[str], cidr: str, opts: pulumi.ResourceOptions, tags: dict):
+def _network(name: str, zones: list[str], cidr: str, opts: pulumi.ResourceOptions,
+             tags: dict[str, str]) -> tuple[aws.ec2.Vpc, dict[str, aws.ec2.Subnet]]:
     vpc = aws.ec2.Vpc(f"{name}-vpc", cidr_block=cidr, enable_dns_hostnames=True, enable_dns_support=True,
                       tags={**tags, "Name": name}, opts=opts)
     igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=tags, opts=opts)
@@ -50,14 +57,15 @@ def _network(name: str, zones: list[str], cidr: str, opts: pulumi.ResourceOption
     return vpc, subnets
 
 
-def _efa_launch_template(name: str, pool, instance_type: str, subnet, vpc, cluster: aws.eks.Cluster,
-                         disk_gb: int, opts: pulumi.ResourceOptions, tags: dict) -> aws.ec2.LaunchTemplate:
+def _efa_launch_template(name: str, pool: NodePool, instance_type: str, subnet: aws.ec2.Subnet, vpc: aws.ec2.Vpc,
+                         cluster: aws.eks.Cluster, disk_gb: int, opts: pulumi.ResourceOptions,
+                         tags: dict[str, str]) -> aws.ec2.LaunchTemplate:
     group = aws.ec2.PlacementGroup(f"{name}-pg", strategy="cluster", tags=tags, opts=opts)
+    every = {"protocol": "-1", "from_port": 0, "to_port": 0}
     sg = aws.ec2.SecurityGroup(f"{name}-efa", vpc_id=vpc.id, description="EFA: all traffic between the pool's nodes",
-                               ingress=[aws.ec2.SecurityGroupIngressArgs(protocol="-1", from_port=0, to_port=0, self=True)],
-                               egress=[aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0, self=True),
-                                       aws.ec2.SecurityGroupEgressArgs(protocol="-1", from_port=0, to_port=0,
-                                                                       cidr_blocks=["0.0.0.0/0"])],
+                               ingress=[aws.ec2.SecurityGroupIngressArgs(**every, self=True)],
+                               egress=[aws.ec2.SecurityGroupEgressArgs(**every, self=True),
+                                       aws.ec2.SecurityGroupEgressArgs(**every, cidr_blocks=["0.0.0.0/0"])],
                                tags=tags, opts=opts)
     groups = [sg.id, cluster.vpc_config.cluster_security_group_id]
     cards = EFA_CARDS.get(instance_type, 1)
@@ -78,14 +86,15 @@ def _efa_launch_template(name: str, pool, instance_type: str, subnet, vpc, clust
         block_device_mappings=[aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
             device_name="/dev/xvda", ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
                 volume_size=disk_gb, volume_type="gp3", encrypted="true"))],
-        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(http_tokens="required", http_put_response_hop_limit=2),
+        metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(http_tokens="required",
+                                                                   http_put_response_hop_limit=2),
         instance_market_options=market, capacity_reservation_specification=reservation,
         tag_specifications=[aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type="instance", tags=tags)],
         update_default_version=True, tags=tags, opts=opts)
 
 
 def kubeconfig(cluster: aws.eks.Cluster, region: str) -> pulumi.Output[str]:
-    def build(args) -> str:
+    def build(args: list[Any]) -> str:
         name, endpoint, ca = args
         return json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": name,
@@ -99,9 +108,12 @@ def kubeconfig(cluster: aws.eks.Cluster, region: str) -> pulumi.Output[str]:
                                                   cluster.certificate_authority.data).apply(build))
 
 
-def eks_cluster(name: str, spec, fleet, settings, parent: pulumi.Resource) -> pulumi.Output[str]:
+def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsArgs,
+                parent: pulumi.Resource) -> pulumi.Output[str]:
     """Provision the cluster; returns its kubeconfig."""
     source = spec.spec.cluster.eks
+    if source is None:
+        raise ResourceError(f"InferenceCluster {name}: source EKS needs spec.cluster.eks", parent)
     tags = cloud_tags(name)
     region_provider = aws.Provider(f"{name}-aws", region=source.region, opts=pulumi.ResourceOptions(parent=parent))
     opts = pulumi.ResourceOptions(parent=parent, provider=region_provider)
@@ -123,14 +135,16 @@ def eks_cluster(name: str, spec, fleet, settings, parent: pulumi.Resource) -> pu
     aws.eks.NodeGroup(f"{name}-system", cluster_name=cluster.name, node_role_arn=node_role,
                       subnet_ids=[s.id for s in subnets.values()], instance_types=[settings.system_instance_type],
                       scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=1, min_size=1, max_size=2),
-                      labels={"modelplane.ai/role": "system"}, tags=tags, opts=opts)
+                      labels={LABEL_ROLE: "system"}, tags=tags, opts=opts)
     for pool in pools:
         _gpu_node_group(name, pool, fleet, cluster, node_role, vpc, subnets, opts)
     return kubeconfig(cluster, source.region)
 
 
-def _gpu_node_group(name, pool, fleet, cluster, node_role, vpc, subnets, opts) -> aws.eks.NodeGroup:
-    prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator")
+def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, cluster: aws.eks.Cluster, node_role: pulumi.Input[str],
+                    vpc: aws.ec2.Vpc, subnets: dict[str, aws.ec2.Subnet],
+                    opts: pulumi.ResourceOptions) -> aws.eks.NodeGroup:
+    prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator", opts.parent)
     tags = cloud_tags(name, pool.name)
     efa = pool.fabric.type == "EFA"
     pool_zones = pool.zones or sorted(subnets)
@@ -148,8 +162,9 @@ def _gpu_node_group(name, pool, fleet, cluster, node_role, vpc, subnets, opts) -
         ami_type=prov.ami_type or DEFAULT_AMI,
         capacity_type="CAPACITY_BLOCK" if pool.capacity_block else "ON_DEMAND",
         disk_size=None if lt else prov.disk_size_gb,
-        launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str)) if lt else None,
+        launch_template=(aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str))
+                         if lt else None),
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=pool.node_count, min_size=low, max_size=high),
-        labels={POOL: pool.name},
+        labels={LABEL_POOL: pool.name},
         taints=[aws.eks.NodeGroupTaintArgs(key="nvidia.com/gpu", value="present", effect="NO_SCHEDULE")],
         tags=tags, opts=opts)

@@ -9,16 +9,21 @@ networks (which needs multi-networking and dataplane v2 on the cluster).
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
-from components.labels import POOL, gcp_labels
+from components.args import GcpArgs
+from components.errors import ResourceError
+from components.labels import gcp_labels
 from components.sources import pool_provisioning
+from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.render.meta import LABEL_POOL, LABEL_ROLE
 
 
 def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:
-    def build(args) -> str:
+    def build(args: list[Any]) -> str:
         name, endpoint, ca = args
         return json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": name,
@@ -33,12 +38,15 @@ def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:
                                                   cluster.master_auth.cluster_ca_certificate).apply(build))
 
 
-def _wants_rdma(pool) -> bool:
+def _wants_rdma(pool: NodePool) -> bool:
     return bool(pool.fabric.domain) or pool.fabric.type != "None"
 
 
-def gke_cluster(name: str, spec, fleet, settings, parent: pulumi.Resource) -> pulumi.Output[str]:
+def gke_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: GcpArgs,
+                parent: pulumi.Resource) -> pulumi.Output[str]:
     source = spec.spec.cluster.gke
+    if source is None:
+        raise ResourceError(f"InferenceCluster {name}: source GKE needs spec.cluster.gke", parent)
     opts = pulumi.ResourceOptions(parent=parent)
     pools = spec.gpu_pools
     rdma = bool(settings.rdma_network_profile) and any(_wants_rdma(p) for p in pools)
@@ -54,15 +62,16 @@ def gke_cluster(name: str, spec, fleet, settings, parent: pulumi.Resource) -> pu
         f"{name}-system", cluster=cluster.name, location=source.region, project=settings.project,
         autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=1, max_node_count=2),
         node_config=gcp.container.NodePoolNodeConfigArgs(
-            machine_type=settings.system_machine_type, labels={"modelplane.ai/role": "system"},
+            machine_type=settings.system_machine_type, labels={LABEL_ROLE: "system"},
             resource_labels=gcp_labels(name)),
         opts=opts)
     for pool in pools:
-        _gpu_pool(name, pool, fleet, cluster, source.region, settings, rdma, opts)
+        _gpu_pool(name, pool, fleet, cluster, source.region, settings, opts, rdma=rdma)
     return kubeconfig(cluster)
 
 
-def _rdma_network_config(name: str, pool, settings, opts):
+def _rdma_network_config(name: str, pool: NodePool, settings: GcpArgs,
+                         opts: pulumi.ResourceOptions) -> gcp.container.NodePoolNetworkConfigArgs:
     network = gcp.compute.Network(f"{name}-{pool.name}-rdma", project=settings.project,
                                   auto_create_subnetworks=False,
                                   network_profile=settings.rdma_network_profile, opts=opts)
@@ -77,8 +86,9 @@ def _rdma_network_config(name: str, pool, settings, opts):
     return gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=configs)
 
 
-def _gpu_pool(name, pool, fleet, cluster, region, settings, rdma, opts) -> gcp.container.NodePool:
-    prov = pool_provisioning(name, pool, fleet, "gke", "machineType, accelerator")
+def _gpu_pool(name: str, pool: NodePool, fleet: Fleet, cluster: gcp.container.Cluster, region: str,
+              settings: GcpArgs, opts: pulumi.ResourceOptions, *, rdma: bool) -> gcp.container.NodePool:
+    prov = pool_provisioning(name, pool, fleet, "gke", "machineType, accelerator", opts.parent)
     interconnect = _wants_rdma(pool)
     autoscaling = None
     if pool.max_node_count:
@@ -96,6 +106,6 @@ def _gpu_pool(name, pool, fleet, cluster, region, settings, rdma, opts) -> gcp.c
                 gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
                     gpu_driver_version="LATEST"))],
             gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
-            labels={POOL: pool.name}, resource_labels=gcp_labels(name, pool.name),
+            labels={LABEL_POOL: pool.name}, resource_labels=gcp_labels(name, pool.name),
             oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"]),
         opts=opts)

@@ -15,36 +15,26 @@ import pulumi
 import pulumi_command as command
 import yaml
 
-from components.args import BAD_KIND_IMAGES
-from components.labels import POOL
-
-CONTROL_NODE_PORT = 30081  # the control-plane gateway's NodePort (components/gateway.py)
+from modelplane.render.gateway import CONTROL_NODE_PORT
+from modelplane.render.meta import LABEL_POOL, Manifest
 
 
-def kind_config(name: str, pools: list[tuple[str, int]], host_port: int | None = None) -> dict:
+def kind_config(name: str, pools: list[tuple[str, int]], host_port: int | None = None) -> Manifest:
     """A kind cluster config: one control-plane node plus one worker per pool node.
     With no pool nodes the control plane is the only node and carries no label.
     `host_port` publishes the gateway's NodePort on 127.0.0.1 of the host."""
-    control: dict = {"role": "control-plane"}
+    control: Manifest = {"role": "control-plane"}
     if host_port:
         control["extraPortMappings"] = [{"containerPort": CONTROL_NODE_PORT, "hostPort": host_port,
                                          "listenAddress": "127.0.0.1"}]
-    nodes: list[dict] = [control]
+    nodes: list[Manifest] = [control]
     for pool, count in pools:
-        nodes.extend({"role": "worker", "labels": {POOL: pool}} for _ in range(count))
+        nodes.extend({"role": "worker", "labels": {LABEL_POOL: pool}} for _ in range(count))
     return {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": name, "nodes": nodes}
 
 
-def check_node_image(image: str, where: str) -> None:
-    tag = image.rsplit(":", 1)[-1].split("@")[0]
-    if tag in BAD_KIND_IMAGES:
-        raise ValueError(
-            f"{where}: node image {image} runs kubelet {tag}, which deadlocks DRA after ~30 idle "
-            "minutes; use kindest/node:v1.35.1 or newer")
-
-
 def kind_cluster(name: str, node_image: str, pools: list[tuple[str, int]],
-                 parent: pulumi.Resource, host_port: int | None = None) -> command.local.Command:
+                 parent: pulumi.Resource, *, host_port: int | None = None) -> command.local.Command:
     """`kind create cluster`; the command's stdout is the kubeconfig (a secret)."""
     config = yaml.safe_dump(kind_config(name, pools, host_port), sort_keys=False)
     quoted = shlex.quote(name)

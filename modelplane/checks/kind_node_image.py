@@ -33,19 +33,25 @@ def node_image_problem(image: str) -> str | None:
     return None
 
 
+def node_image_error(image: str) -> str | None:
+    """The problem with a Kind node image and its fix; None for a good image. The one rule
+    for this check and for the program, which refuses to create such a cluster."""
+    from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
+
+    problem = node_image_problem(image)
+    if problem is None:
+        return None
+    return (f"{problem}. Fix: use {DEFAULT_KIND_NODE_IMAGE} (the default) or any kindest/node "
+            f"tag from {KIND_FIRST_SAFE} on.")
+
+
 @register(POLICY, MANDATORY, "Kind node images must serve DRA v1 without the 1.34.0/1.34.1 "
           "kubelet deadlock")
 def check(ctx: CheckContext) -> Iterable[Finding]:
-    from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
-
     for cluster in ctx.fleet.clusters.values():
         kind = cluster.spec.cluster.kind
         if cluster.spec.cluster.source != "Kind" or kind is None:
             continue
-        problem = node_image_problem(kind.node_image)
-        if problem:
-            yield Finding(
-                POLICY, MANDATORY, ctx.ref(cluster), "spec.cluster.kind.nodeImage",
-                f"{problem}. Fix: use {DEFAULT_KIND_NODE_IMAGE} (the default) or any kindest/node "
-                f"tag from {KIND_FIRST_SAFE} on.",
-            )
+        error = node_image_error(kind.node_image)
+        if error:
+            yield Finding(POLICY, MANDATORY, ctx.ref(cluster), "spec.cluster.kind.nodeImage", error)

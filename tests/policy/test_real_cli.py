@@ -20,12 +20,13 @@ PROGRAM = '''
 import json, os, sys
 sys.path.insert(0, {repo!r})
 from modelplane.api import load_manifests
-from providers.placement import FleetPlacement
+from providers.placement import FleetPlacementArgs, FleetPlacementResource
 
 example = os.environ["MP_EXAMPLE"]
 observed_file = os.path.join(example, "observed.json")
 observed = json.load(open(observed_file)) if os.path.exists(observed_file) else None
-FleetPlacement("placement", load_manifests(example).to_documents(), observed=observed)
+FleetPlacementResource("placement", FleetPlacementArgs(fleet_documents=load_manifests(example).to_documents(),
+                                                     accounting="Device", observed=observed))
 '''
 
 pytestmark = pytest.mark.engine

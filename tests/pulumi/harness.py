@@ -43,6 +43,7 @@ class Registration:
     custom: bool
     urn: str = ""
     secret_keys: set[str] = field(default_factory=set)  # top-level inputs sent as secrets
+    aliases: list[dict] = field(default_factory=list)   # alias specs sent with the registration
 
 
 @dataclass
@@ -143,8 +144,9 @@ class RecordingMonitor(pmocks.MockMonitor):
             raw = json_format.MessageToDict(request.object)
             secret = {k for k, v in raw.items() if _is_secret(v)}
             inputs = _unwrap(rpc.deserialize_properties(request.object))
+            aliases = [json_format.MessageToDict(a) for a in request.aliases]
             self.records.append(Registration(request.type, request.name, inputs, request.provider,
-                                             request.parent, request.custom, response.urn, secret))
+                                             request.parent, request.custom, response.urn, secret, aliases))
         return response
 
 

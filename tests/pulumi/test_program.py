@@ -70,8 +70,14 @@ def test_render_stack_outputs_are_resolved(render):
 
 
 def test_render_stack_prints_the_placement_table(render):
+    from modelplane.api import load_manifests
+    from modelplane.scheduler import place_fleet
+    from modelplane.scheduler.report import format_table
+
     table = next(m for m in render.infos() if m.startswith("placement:"))
-    assert "ml-team/chat " in table and "eu-west" in table and "mock=gpu" in table
+    assert "ml-team/chat: 1 of 1 replicas placed" in table and "eu-west" in table and "mock->gpu" in table
+    # one home: the preview shows exactly what `modelplane plan` prints
+    assert table == "placement:\n" + format_table(place_fleet(load_manifests("examples/kind")))
 
 
 def test_components_carry_props_and_labels(render):
@@ -84,10 +90,33 @@ def test_components_carry_props_and_labels(render):
     for reg in render.resources:
         if reg.typ.startswith("kubernetes:") and reg.custom:
             labels = reg.inputs["metadata"]["labels"]
-            assert "modelplane" in (labels.get("app.kubernetes.io/part-of"), labels.get("app.kubernetes.io/managed-by")), reg.name
+            ours = (labels.get("app.kubernetes.io/part-of"), labels.get("app.kubernetes.io/managed-by"))
+            assert "modelplane" in ours, reg.name
     placement = render.named("fleet-placement")
     assert placement.typ == "pulumi-python:dynamic/modelplane:FleetPlacement"
     assert {"fleet", "accounting", "__provider"} <= set(placement.inputs)
+
+
+def test_one_tree_under_the_root_component_and_old_urns_kept_by_aliases(render):
+    root = render.named("modelplane", "modelplane:index:ModelplaneFleet")
+    by_urn = {r.urn: r for r in render.resources}
+    for reg in render.resources:
+        if reg is root:
+            assert "pulumi:pulumi:Stack" in reg.parent
+            continue
+        # every resource descends from the root: `pulumi preview` shows one tree
+        top = reg
+        while top.parent in by_urn and by_urn[top.parent] is not root:
+            top = by_urn[top.parent]
+        assert top.parent == root.urn, (reg.typ, reg.name)
+    # the root's direct children were stack children before it existed: each carries the
+    # alias that keeps its old URN (and its children's), so no existing stack replaces them
+    direct = [r for r in render.resources if r.parent == root.urn]
+    assert {r.typ for r in direct} >= {"pulumi-python:dynamic/modelplane:FleetPlacement",
+                                       "modelplane:index:InferenceCluster", "modelplane:index:ModelDeployment",
+                                       "modelplane:index:ModelService"}
+    for reg in direct:
+        assert {"spec": {"noParent": True}} in reg.aliases, (reg.name, reg.aliases)
 
 
 def test_gateways_are_configured_from_the_data_path_builders(render):
@@ -132,11 +161,35 @@ def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
         assert "def main" in r.inputs["data"]["mock_engine.py"]
 
 
-def test_kind_rejects_the_deadlocking_kubelet(tmp_path):
-    text = fleet_text({"eu-west": 1}, {"chat": 1}).replace("source: Kind", "source: Kind, kind: {nodeImage: 'kindest/node:v1.34.1'}")
+@pytest.mark.parametrize(("image", "refused"), [
+    ("kindest/node:v1.34.0", True), ("kindest/node:v1.34.1", True), ("kindest/node:v1.33.4", True),
+    ("kindest/node@sha256:" + "0" * 64, True), ("kindest/node:v1.34.2", False), ("kindest/node:v1.35.1", False)])
+def test_kind_node_image_rule_kubelet_dra_idle_deadlock_fixed_in_v1_34_2(tmp_path, image, refused):
+    """Rule: kubelet 1.34.0 and 1.34.1 deadlock their DRA driver connection after it sat idle
+    for 30 minutes (kubernetes/kubernetes#133920, a 1.34 regression), fixed by
+    kubernetes/kubernetes#133926 and its release-1.34 cherry-pick #133934, so from v1.34.2
+    on; resource.k8s.io/v1, which the renderers use, is served from 1.34. Checked with the
+    search tool. The program refuses exactly what the kind-node-image policy flags (one
+    rule: modelplane/checks/kind_node_image.py), with a clean error naming the manifest."""
+    import pulumi
+
+    from modelplane.api import load_manifests
+    from modelplane.checks import CHECKS, CheckContext
+    from modelplane.scheduler import place_fleet
+
+    text = fleet_text({"eu-west": 1}, {"chat": 1}).replace(
+        "source: Kind", f"source: Kind, kind: {{nodeImage: '{image}'}}")
     (tmp_path / "fleet.yaml").write_text(text)
-    with pytest.raises(Exception, match="deadlocks DRA"):
-        run_program("kind", config={"manifests": str(tmp_path)})
+    fleet = load_manifests(tmp_path)
+    flagged = list(CHECKS["kind-node-image"].run(CheckContext(fleet, place_fleet(fleet), None, [], {})))
+    assert bool(flagged) == refused
+    if refused:
+        with pytest.raises(pulumi.RunError, match=r"fleet\.yaml#1: InferenceCluster eu-west: node image") as err:
+            run_program("kind", config={"manifests": str(tmp_path)})
+        assert flagged[0].message in str(err.value)
+    else:
+        run = run_program("kind", config={"manifests": str(tmp_path)})
+        assert image in run.named("eu-west-kind").inputs["create"]
 
 
 def test_aws_stack_builds_gpu_node_groups_with_efa():
@@ -164,8 +217,8 @@ def test_aws_stack_builds_gpu_node_groups_with_efa():
 
 
 def test_gcp_stack_builds_gpu_pools_with_accelerators_and_compact_placement():
-    run = run_program("gcp", config={"gcp": {"project": "p", "rdmaNetworkProfile": "projects/p/global/networkProfiles/us-central1-b-vpc-roce",
-                                             "rdmaNics": 2}})
+    profile = "projects/p/global/networkProfiles/us-central1-b-vpc-roce"
+    run = run_program("gcp", config={"gcp": {"project": "p", "rdmaNetworkProfile": profile, "rdmaNics": 2}})
     pools = {r.name: r.inputs for r in run.of_type("gcp:container/nodePool:NodePool")}
     h200 = pools["gcp-us-central-h200"]
     acc = h200["nodeConfig"]["guestAccelerators"][0]
@@ -189,7 +242,8 @@ def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secre
     assert run.named("byo-west-k8s").inputs["kubeconfig"].endswith("byo-west.yaml")
     labeler = run.objects("byo-east", "byo-east")
     job = next(o for o in labeler if o["kind"] == "Job")
-    assert "node.kubernetes.io/instance-type=a2-ultragpu-4g" in job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
+    assert "node.kubernetes.io/instance-type=a2-ultragpu-4g" in script
     assert not [o for o in run.objects("byo-west", "byo-west") if o["kind"] == "Job"]  # mode Present
     egress = run.named("modelplane-gateway-egress")
     assert egress.typ == "kubernetes:core/v1:Secret"
@@ -203,9 +257,28 @@ def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secre
     assert "sk-test-123" not in json.dumps(resolve(run.outputs["services"]))
 
 
-def test_render_mode_warns_that_secrets_land_in_plain_text():
+def test_render_mode_never_writes_a_secret_and_names_the_secrets_to_create():
+    """GitOps output is committed: no Secret holding a configured key is rendered; the
+    objects reference Secrets the user creates, and the preview says which."""
+    hf = "hf_render_canary_0123456789"
+    key = BYO_KEYS["endpointApiKeys"]["ml-team/together-key"]
+    for manifests, config in (("examples/byo", BYO_KEYS), ("examples/aws", {"hfToken": hf})):
+        run = run_program("render", config={"manifests": manifests, **config}, secret_keys=["modelplane:hfToken"])
+        assert not run.of_type("kubernetes:core/v1:Secret"), [r.name for r in run.of_type("kubernetes:core/v1:Secret")]
+        assert key not in json.dumps([r.inputs for r in run.resources], default=str)
+        assert hf not in json.dumps([r.inputs for r in run.resources], default=str)
     run = run_program("render", config={"manifests": "examples/byo", **BYO_KEYS})
-    assert any("plain text" in w and "ml-team/together" in w for w in run.warnings())
+    notice = next(w for w in run.warnings() if "never written" in w)
+    assert "Secret modelplane-system/egress.ml-team.together-key (key apiKey)" in notice
+    egress = run.named("modelplane-gateway-egress", "kubernetes:core/v1:ConfigMap")
+    assert '{{ env "MODELPLANE_EGRESS_KEY_0" }}' in egress.inputs["data"]["egress.yaml"]
+    gateway = run.named("modelplane-gateway", "kubernetes:apps/v1:Deployment").inputs
+    env = gateway["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "MODELPLANE_EGRESS_KEY_0",
+                    "valueFrom": {"secretKeyRef": {"name": "egress.ml-team.together-key", "key": "apiKey"}}}]
+    aws = run_program("render", config={"manifests": "examples/aws", "hfToken": hf})
+    assert any("Hugging Face token of ModelCache ml-team/llama-70b" in w
+               for w in aws.warnings() if "never written" in w)
 
 
 def test_dynamo_example_installs_grove_kai_and_modelexpress():
@@ -237,7 +310,8 @@ def test_two_runs_keep_replicas_put(tmp_path):
     first = run_program("render", config={"manifests": str(tmp_path)})
     assert resolve(first.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "eu-west"
     # an alphabetically earlier cluster appears: a fresh placement would pick it
-    (tmp_path / "fleet.yaml").write_text(fleet_text({"ap-south": 1, "eu-west": 1, "us-east": 1}, {"chat": 1}, service=True))
+    grown = fleet_text({"ap-south": 1, "eu-west": 1, "us-east": 1}, {"chat": 1}, service=True)
+    (tmp_path / "fleet.yaml").write_text(grown)
     second = run_program("render", config={"manifests": str(tmp_path)}, previous=first.state)
     assert resolve(second.outputs["deployments"])["ml-team/chat"]["replicas"][0]["cluster"] == "eu-west"
     assert second.objects("ml-team-chat", "ap-south") == []
