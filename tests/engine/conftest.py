@@ -15,14 +15,16 @@ config file is removed again at teardown, so the repository is left as it was.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import subprocess
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
@@ -153,8 +155,6 @@ def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., Engi
     yield make
 
     for es in made:
-        try:
+        with contextlib.suppress(Exception):  # teardown must still remove the config file
             es.stack.workspace.remove_stack(es.name, force=True)
-        except Exception:  # noqa: BLE001 - teardown must still remove the config file
-            pass
         es.config_file.unlink(missing_ok=True)
