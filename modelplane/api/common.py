@@ -19,6 +19,20 @@ _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 
+# An error quotes the offending value, not a page of it.
+QUOTE_MAX = 80
+
+
+def quoted(value: object) -> str:
+    """repr(value), cut to QUOTE_MAX characters: for error messages."""
+    text = repr(value)
+    return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX] + "..."
+
+
+def shortened(text: str) -> str:
+    return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX] + "..."
+
+
 class ApiModel(BaseModel):
     """Base for every API object: camelCase on the wire, unknown fields rejected."""
 
@@ -46,7 +60,7 @@ def check_unique(items: list, what: str, key=lambda item: item.name) -> list:
 def check_dns_label(value: str, what: str = "name") -> str:
     if len(value) > 63 or not _DNS_LABEL.match(value):
         raise ValueError(
-            f"{what} {value!r} is not a DNS label; use at most 63 lowercase letters, "
+            f"{what} {quoted(value)} is not a DNS label; use at most 63 lowercase letters, "
             "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-7b')"
         )
     return value
@@ -55,7 +69,7 @@ def check_dns_label(value: str, what: str = "name") -> str:
 def check_dns_subdomain(value: str, what: str = "name") -> str:
     if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
         raise ValueError(
-            f"{what} {value!r} is not a valid Kubernetes name; use lowercase letters, "
+            f"{what} {quoted(value)} is not a valid Kubernetes name; use lowercase letters, "
             "digits, '-' and '.', starting and ending with a letter or digit"
         )
     return value
@@ -65,10 +79,10 @@ def check_qualified_name(key: str) -> None:
     """A label/annotation key: optional DNS-subdomain prefix, '/', name of <= 63 chars."""
     prefix, _, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        raise ValueError(f"key {key!r} has an invalid prefix {prefix!r}; use a DNS subdomain like 'example.org'")
+        raise ValueError(f"key {quoted(key)} has an invalid prefix {quoted(prefix)}; use a DNS subdomain like 'example.org'")
     if not name or len(name) > 63 or not _LABEL_NAME.match(name):
         raise ValueError(
-            f"key {key!r} is not a qualified name; the part after '/' must be 1-63 "
+            f"key {quoted(key)} is not a qualified name; the part after '/' must be 1-63 "
             "alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
         )
 
@@ -79,17 +93,17 @@ def check_user_labels(labels: dict[str, str], what: str, values_are_labels: bool
     for key, value in labels.items():
         if key.startswith(RESERVED_PREFIX) and (values_are_labels or key not in USER_SETTABLE_ANNOTATIONS):
             raise ValueError(
-                f"{what} key {key!r} uses the reserved prefix {RESERVED_PREFIX!r}, which the "
+                f"{what} key {quoted(key)} uses the reserved prefix {RESERVED_PREFIX!r}, which the "
                 "program stamps itself; put your label under your own prefix (e.g. 'example.org/team')"
             )
         check_qualified_name(key)
         if values_are_labels and (len(value) > 63 or not _LABEL_VALUE.match(value)):
             raise ValueError(
-                f"{what} value {value!r} for {key!r} is not a valid label value; use at most "
+                f"{what} value {quoted(value)} for {quoted(key)} is not a valid label value; use at most "
                 "63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
             )
         if not values_are_labels and len(value) > 8192:
-            raise ValueError(f"{what} value for {key!r} is longer than 8192 characters")
+            raise ValueError(f"{what} value for {quoted(key)} is longer than 8192 characters")
     return labels
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
-from .common import API_VERSION, KindObject
+from modelplane.limits import MAX_MANIFEST_FILE_BYTES, MAX_MANIFEST_FILES, MAX_MANIFEST_TOTAL_BYTES
+from modelplane.redact import secret_bearing
+
+from .common import API_VERSION, KindObject, quoted, shortened
 from .fleet import Fleet
 from .inference_class import InferenceClass
 from .inference_cluster import InferenceCluster
@@ -19,6 +23,9 @@ from .model_cache import ModelCache
 from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
+from .yaml_reader import YamlInputError, read_documents
+
+MANIFEST_SUFFIXES = (".yaml", ".yml")
 
 KINDS: dict[str, type[KindObject]] = {
     m.__name__: m
@@ -35,9 +42,10 @@ class ManifestIssue:
     name: str
     path: str
     message: str
+    line: int | None = None   # 1-based line in the file, where known
 
     def __str__(self) -> str:
-        where = f"{self.file}, document {self.index}"
+        where = f"{self.file}, document {self.index}" + (f", line {self.line}" if self.line else "")
         what = f"{self.kind} {self.name}".strip() or "document"
         field = f" at {self.path}" if self.path else ""
         return f"{where} ({what}){field}: {self.message}"
@@ -52,34 +60,99 @@ class ManifestError(ValueError):
         super().__init__("\n".join(lines))
 
 
+def _file_issue(file: str, message: str, index: int = 0, line: int | None = None) -> ManifestIssue:
+    return ManifestIssue(file, index, "", "", "", message, line)
+
+
+def is_manifest_file(name: str) -> bool:
+    """`.yaml` and `.yml` in any letter case: `fleet.YAML` is a manifest too."""
+    return name.lower().endswith(MANIFEST_SUFFIXES)
+
+
+def manifest_files(root: Path) -> tuple[list[Path], list[ManifestIssue]]:
+    """Every manifest file below `root` (symlinks followed, each directory once), sorted,
+    and an issue for every directory that cannot be listed: a skipped directory would
+    silently drop its manifests."""
+    issues: list[ManifestIssue] = []
+    files: list[Path] = []
+    seen: set[str] = set()
+
+    def unreadable(error: OSError) -> None:
+        issues.append(_file_issue(str(error.filename or root), f"cannot list this directory: "
+                                  f"{error.strerror or error}; fix its permissions or move it out of "
+                                  "the manifest directory"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=True):
+        seen.add(os.path.realpath(dirpath))
+        dirnames[:] = sorted(d for d in dirnames if os.path.realpath(os.path.join(dirpath, d)) not in seen)
+        files.extend(Path(dirpath, f) for f in filenames if is_manifest_file(f))
+    return sorted(files), issues
+
+
+def _read_text(file: Path, budget: int) -> tuple[str, int]:
+    """The file as text, within `budget` bytes; ManifestError naming the file otherwise."""
+    limit = min(MAX_MANIFEST_FILE_BYTES, budget)
+    try:
+        with open(file, "rb") as fh:
+            data = fh.read(limit + 1)
+    except OSError as exc:
+        raise ManifestError([_file_issue(str(file), f"cannot read this file: {exc.strerror or exc}")]) from None
+    if len(data) > limit:
+        which = ("the manifest file size limit" if limit == MAX_MANIFEST_FILE_BYTES
+                 else "the limit for all manifest files together")
+        raise ManifestError([_file_issue(str(file), f"larger than {limit} bytes ({which}, see "
+                                         "modelplane/limits.py); split the fleet or remove what is not a "
+                                         "manifest")])
+    return decode_utf8(data, str(file)), len(data)
+
+
+def decode_utf8(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ManifestError([_file_issue(source, f"not UTF-8 text: byte 0x{data[exc.start]:02x} at column "
+                                         f"{column} cannot be decoded; save the file as UTF-8", line=line)]) from None
+
+
 def load_manifests(path: str | Path) -> Fleet:
     root = Path(path)
+    issues: list[ManifestIssue] = []
     if root.is_dir():
-        files = sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-        if not files:
-            raise ManifestError([ManifestIssue(str(root), 0, "", "", "", "no .yaml or .yml files in this directory")])
+        files, issues = manifest_files(root)
+        if not files and not issues:
+            raise ManifestError([_file_issue(str(root), "no .yaml or .yml files in this directory")])
+        if len(files) > MAX_MANIFEST_FILES:
+            raise ManifestError([_file_issue(str(root), f"{len(files)} manifest files; at most "
+                                             f"{MAX_MANIFEST_FILES} are read (see modelplane/limits.py)")])
     elif root.is_file():
         files = [root]
+    elif root.exists():
+        raise ManifestError([_file_issue(str(root), "not a regular file or a directory")])
     else:
-        raise ManifestError([ManifestIssue(str(root), 0, "", "", "", "no such file or directory")])
+        raise ManifestError([_file_issue(str(root), "no such file or directory")])
     docs: list[tuple[str, int, object]] = []
-    issues: list[ManifestIssue] = []
+    budget = MAX_MANIFEST_TOTAL_BYTES
     for file in files:
         try:
-            for index, doc in enumerate(yaml.safe_load_all(file.read_text())):
-                if doc is not None:
-                    docs.append((str(file), index, doc))
-        except yaml.YAMLError as exc:
-            issues.append(ManifestIssue(str(file), 0, "", "", "", f"not valid YAML: {exc}"))
+            text, size = _read_text(file, budget)
+            budget -= size
+            docs.extend(_parse(text, str(file)))
+        except ManifestError as exc:
+            issues.extend(exc.issues)
     return _build(docs, issues)
 
 
-def load_manifest_text(text: str, source: str = "<string>") -> Fleet:
+def _parse(text: str, source: str) -> list[tuple[str, int, object]]:
     try:
-        docs = [(source, i, d) for i, d in enumerate(yaml.safe_load_all(text)) if d is not None]
-    except yaml.YAMLError as exc:
-        raise ManifestError([ManifestIssue(source, 0, "", "", "", f"not valid YAML: {exc}")]) from None
-    return _build(docs, [])
+        return [(source, d.index, d.value) for d in read_documents(text) if d.value is not None]
+    except YamlInputError as exc:
+        raise ManifestError([_file_issue(source, exc.message, exc.index, exc.line)]) from None
+
+
+def load_manifest_text(text: str, source: str = "<string>") -> Fleet:
+    return _build(_parse(text, source), [])
 
 
 def load_documents(documents: list[dict], source: str = "<inputs>") -> Fleet:
@@ -112,15 +185,15 @@ def _validate(file: str, index: int, doc: object, issues: list[ManifestIssue]) -
     if not isinstance(doc, dict):
         issues.append(ManifestIssue(file, index, "", "", "", "a manifest must be a mapping with apiVersion, kind, metadata, spec"))
         return None
-    kind = str(doc.get("kind", ""))
+    kind = shortened(str(doc.get("kind", "")))
     meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
-    name = str(meta.get("name", ""))
+    name = shortened(str(meta.get("name", "")))
     api_version = doc.get("apiVersion")
     if api_version != API_VERSION:
         hint = ("secrets come from Pulumi config (see README), not manifests" if kind == "Secret"
                 else f"only {API_VERSION} kinds belong in the manifest directory")
         issues.append(ManifestIssue(file, index, kind, name, "apiVersion",
-                                    f"{api_version!r} is not a Modelplane resource; {hint}"))
+                                    f"{quoted(api_version)} is not a Modelplane resource; {hint}"))
         return None
     model = KINDS.get(kind)
     if model is None:
@@ -137,9 +210,12 @@ def _validate(file: str, index: int, doc: object, issues: list[ManifestIssue]) -
     try:
         return model.model_validate(doc)
     except ValidationError as exc:
-        display = f"{meta.get('namespace') or 'default'}/{name}" if model.NAMESPACED else name
+        namespace = shortened(str(meta.get("namespace") or "default"))
+        display = f"{namespace}/{name}" if model.NAMESPACED else name
         for err in exc.errors():
-            issues.append(ManifestIssue(file, index, kind, display, _path(err["loc"]), _message(model, err)))
+            loc = err["loc"]
+            issues.append(ManifestIssue(file, index, kind, display, _path(loc),
+                                        _message(model, err, secret_bearing(loc))))
         return None
 
 
@@ -150,19 +226,33 @@ def _path(loc: tuple) -> str:
     return out
 
 
-def _message(model: type[BaseModel], err: dict) -> str:
-    kind, msg = err["type"], err["msg"]
+# pydantic's "an object was expected here" error types.
+_OBJECT_EXPECTED = {"model_type", "model_attributes_type", "dict_type"}
+
+
+def _message(model: type[BaseModel], err: ErrorDetails, secret: bool) -> str:
+    """What is wrong and the fix. At a secret-bearing path (modelplane.redact) the input
+    is never quoted; elsewhere it is, shortened."""
+    kind, msg, loc = err["type"], err["msg"], err["loc"]
     got = err.get("input")
     if kind == "extra_forbidden":
-        allowed = _fields_at(model, err["loc"][:-1])
+        allowed = _fields_at(model, loc[:-1])
         hint = f"; fields allowed here: {', '.join(allowed)}" if allowed else ""
-        return f"unknown field {err['loc'][-1]!r}{hint}"
+        return f"unknown field {quoted(loc[-1])}{hint}"
     if kind == "missing":
-        return f"required field {err['loc'][-1]!r} is missing; add it here"
+        return f"required field {quoted(loc[-1])} is missing; add it here"
     if kind == "value_error":
         return msg.removeprefix("Value error, ")
-    if isinstance(got, (str, int, float, bool)) and not isinstance(got, dict):
-        return f"{msg} (got {got!r})"
+    if secret:
+        if kind in _OBJECT_EXPECTED and isinstance(got, (str, int, float)):
+            fields = _fields_at(model, loc)
+            shape = "{" + ", ".join(f"{f}: ..." for f in fields) + "}" if fields else "an object"
+            return (f"a plain value is not allowed here (it is not shown): this field names a Kubernetes "
+                    f"Secret and never holds the secret itself. Fix: store the value in a Secret and "
+                    f"reference it here as {shape}")
+        return f"{msg} (the value is not shown: this field may hold a credential)"
+    if isinstance(got, (str, int, float, bool)):
+        return f"{msg} (got {quoted(got)})"
     return msg
 
 

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, ClassVar
+import re
+from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from modelplane.redact import url_secret_problem
 
 from .common import ApiModel, KindObject, LabelSelector
+
+# A Hugging Face repo id, `name` or `namespace/name` (huggingface_hub's validate_repo_id:
+# letters, digits, '-', '_', '.', at most 96 characters a part, no '--' or '..').
+_REPO_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,94}[A-Za-z0-9_])?"
+_REPO_ID = re.compile(rf"(?:{_REPO_PART}/)?{_REPO_PART}")
+_REPO_FIX = ("use the repo id `hf download` takes, e.g. Qwen/Qwen3-0.6B, and put a token for a gated "
+             "repo in a Secret referenced by huggingFace.authSecret {name, key: HF_TOKEN}")
 
 
 class AuthSecret(ApiModel):
@@ -19,6 +29,21 @@ class HuggingFace(ApiModel):
     revision: Annotated[str, Field(min_length=1)] | None = None
     auth_secret: AuthSecret | None = None
     size_gib: Annotated[int, Field(ge=1, le=100000, alias="sizeGiB")]
+
+    @field_validator("repo")
+    @classmethod
+    def _repo(cls, value: str) -> str:
+        # Never quote the value: a token pasted here must not reach any output.
+        problem = url_secret_problem(value)
+        if problem:
+            raise ValueError(f"huggingFace.repo {problem} (not shown); never put a token in the repo: "
+                             f"{_REPO_FIX}")
+        if "://" in value or value.startswith(("huggingface.co/", "hf.co/")):
+            raise ValueError(f"huggingFace.repo is a URL (not shown); {_REPO_FIX}")
+        if not _REPO_ID.fullmatch(value) or "--" in value or ".." in value:
+            raise ValueError("huggingFace.repo is not a Hugging Face repo id (not shown): one or two parts "
+                             "of letters, digits, '-', '_' and '.' separated by '/'; " + _REPO_FIX)
+        return value
 
 
 class ModelCacheSpec(ApiModel):

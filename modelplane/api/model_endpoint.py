@@ -10,9 +10,11 @@ from __future__ import annotations
 from typing import Annotated, Literal, ClassVar
 from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject
+from modelplane.redact import redact_url, url_secret_problem
+
+from .common import ApiModel, KindObject, quoted
 
 
 class EndpointApi(ApiModel):
@@ -43,20 +45,35 @@ class ModelEndpointSpec(ApiModel):
     credential: Credential | None = None
     credential_ref: SecretRefWithKey | None = None
 
+    @field_validator("url", "origin")
+    @classmethod
+    def _no_credentials(cls, value: str | None) -> str | None:
+        problem = url_secret_problem(value) if value else None
+        if problem:
+            # Refused for every command (plan, render, lint, demo), not only flagged by lint:
+            # a key in a URL is printed and logged wherever the URL is.
+            raise ValueError(f"the URL {problem} (not shown). Fix: remove it from the URL and reference a "
+                             "Secret with spec.credential.apiKey.secretRef {name, key}")
+        return value
+
     @model_validator(mode="after")
     def _form(self) -> "ModelEndpointSpec":
         if bool(self.url) == bool(self.origin):
             raise ValueError("set exactly one of url (with optional rewritePath) or origin (with api, model, credential)")
+        field = "url" if self.url else "origin"
         target = self.url or self.origin or ""
-        parts = urlsplit(target)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"{target!r} is not an http(s) URL with a host (e.g. https://api.together.xyz)")
+        shown = redact_url(target)
         try:
+            parts = urlsplit(target)
             parts.port
         except ValueError:
-            raise ValueError(f"{target!r} has a port that is not an integer") from None
+            raise ValueError(f"spec.{field} {quoted(shown)} is not a valid URL (check the host and the port); "
+                             "e.g. https://api.together.xyz") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"spec.{field} {quoted(shown)} is not an http(s) URL with a host "
+                             "(e.g. https://api.together.xyz)")
         if self.origin and parts.path not in ("", "/"):
-            raise ValueError(f"origin {self.origin!r} must be scheme and host only; put the path in api.prefix")
+            raise ValueError(f"spec.origin {quoted(shown)} must be scheme and host only; put the path in api.prefix")
         return self
 
     @property

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import re
 from typing import Any, Iterable, Mapping, Sequence
-from urllib.parse import parse_qsl, urlsplit
+
+from modelplane.redact import secret_like
 
 from .context import CheckContext, ProgramResource
 from .engine_args import tokens
@@ -16,8 +17,7 @@ POLICY = "secrets"
 SECRET_TYPE = "kubernetes:core/v1:Secret"
 PLACEMENT_TYPE = "pulumi-python:dynamic/modelplane:FleetPlacement"
 _SECRET_FLAGS = ("--api-key", "--hf-token", "--token")
-_SUBSTITUTION = re.compile(r"^\$(\(|\{)?[A-Za-z_][A-Za-z0-9_]*(\)|\})?$")
-_URL_KEYS = {"key", "apikey", "token", "accesstoken", "authtoken", "password", "secret"}
+_SUBSTITUTION = re.compile(r"\$(\(|\{)?[A-Za-z_][A-Za-z0-9_]*(\)|\})?")
 
 
 class SecretString(str):
@@ -26,24 +26,8 @@ class SecretString(str):
     __slots__ = ()
 
 
-def secret_like(name: str) -> bool:
-    """HF_TOKEN, hfToken, OPENAI_API_KEY, apiKey, password... (not tokenizer, maxTokens)."""
-    flat = re.sub(r"[-_.]", "", name).lower()
-    return flat.endswith(("token", "apikey", "password", "secretkey", "clientsecret"))
-
-
 def _literal(value: Any) -> bool:
-    return isinstance(value, str) and value != "" and not _SUBSTITUTION.match(value)
-
-
-def _url_problem(url: str) -> str | None:
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        return "carries credentials in its user-info part"
-    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
-        if re.sub(r"[-_]", "", key).lower() in _URL_KEYS:
-            return f"carries the query parameter {key!r}"
-    return None
+    return isinstance(value, str) and value != "" and not _SUBSTITUTION.fullmatch(value)
 
 
 _ENV_FIX = ("Fix: use valueFrom.secretKeyRef naming a Kubernetes Secret (e.g. {name: hf-token, "
@@ -87,17 +71,8 @@ def _fleet_findings(ctx: CheckContext) -> Iterable[Finding]:
                             f"line, readable in the manifest, the pod spec and the process list. Fix: "
                             f"set an env var from valueFrom.secretKeyRef and pass {flag}=$(VAR_NAME).",
                         )
-    for endpoint in ctx.fleet.endpoints.values():
-        spec = endpoint.spec
-        for field, url in (("spec.url", spec.url), ("spec.origin", spec.origin)):
-            problem = _url_problem(url) if url else None
-            if problem:
-                yield Finding(
-                    POLICY, MANDATORY, ctx.ref(endpoint), field,
-                    f"the endpoint URL {problem}: the key is stored and shown in plain text and sent "
-                    f"wherever the URL is logged. Fix: remove it from the URL and reference a Secret "
-                    f"with spec.credential.apiKey.secretRef {{name, key}}.",
-                )
+    # A ModelEndpoint URL carrying a key is refused by the loader (modelplane.redact), so
+    # every command and this check see only clean URLs.
 
 
 def _walk(value: Any, path: str) -> Iterable[tuple[str, str, Any]]:

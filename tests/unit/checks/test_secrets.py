@@ -1,5 +1,7 @@
 import pytest
 
+from modelplane.api import ManifestError
+
 from modelplane.checks import ProgramResource, run_checks
 from modelplane.checks.secrets import SecretString, resource_findings, secret_like
 
@@ -69,12 +71,15 @@ def test_literal_api_key_flag_fails():
     ("https://user:sk-123@api.together.xyz/v1", "carries credentials in its user-info part"),
     ("https://api.example.com/v1?api_key=sk-123", "carries the query parameter 'api_key'"),
 ])
-def test_hand_written_endpoint_with_an_inline_key_fails(url, problem):
-    assert messages(base(endpoint=ENDPOINT % f"url: {url}"), "secrets") == [
-        f"[mandatory] secrets: ModelEndpoint/ml-team/together (fleet.yaml#3) spec.url: the endpoint URL "
-        f"{problem}: the key is stored and shown in plain text and sent wherever the URL is logged. Fix: "
-        "remove it from the URL and reference a Secret with spec.credential.apiKey.secretRef {name, key}."
-    ]
+def test_hand_written_endpoint_with_an_inline_key_is_refused_at_load(url, problem):
+    # A key in a ModelEndpoint URL is a load error for every command (lint included), not a
+    # finding only lint reports; the key itself is never printed.
+    with pytest.raises(ManifestError) as err:
+        fleet(*base(endpoint=ENDPOINT % f"url: {url}"))
+    message = str(err.value)
+    assert f"(ModelEndpoint ml-team/together) at spec.url: the URL {problem}" in message
+    assert "spec.credential.apiKey.secretRef {name, key}" in message
+    assert "sk-123" not in message
 
 
 def test_program_secret_data_must_be_a_pulumi_secret():

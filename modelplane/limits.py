@@ -1,0 +1,27 @@
+"""Bounds on every input the commands and the program read (docs/inputs.md explains them).
+
+An input past a bound is refused with an error naming the file and the bound, before
+the work it would cause: nothing here is a soft limit. The values leave a wide margin
+over real fleets (a generated 1,000-cluster, 10,000-replica fleet is under 1 MB of YAML
+and its `plan --json` under 4 MB).
+"""
+
+from __future__ import annotations
+
+MIB = 1024 * 1024
+
+# Manifests (YAML): per file, all files of one load together, and how many files.
+MAX_MANIFEST_FILE_BYTES = 16 * MIB
+MAX_MANIFEST_TOTAL_BYTES = 256 * MIB
+MAX_MANIFEST_FILES = 10_000
+# Nesting of mappings and sequences in one YAML document (a manifest needs about 15).
+MAX_YAML_DEPTH = 100
+# Values in one YAML document once aliases are expanded (a billion-laughs bound).
+MAX_YAML_NODES = 2_000_000
+# Digits of a YAML integer; Kubernetes API integers are int64 (19 digits).
+MAX_INT_DIGITS = 32
+
+# JSON inputs: `--previous`, `--observed`, `lint --config`.
+MAX_JSON_FILE_BYTES = 64 * MIB
+# Nesting of objects and arrays (the placement schema needs 6).
+MAX_JSON_DEPTH = 64
