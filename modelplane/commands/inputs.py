@@ -1,35 +1,98 @@
-"""File inputs the commands share: JSON files, observed pool sizes, a previous placement."""
+"""File inputs the commands share: JSON files, observed pool sizes, a previous placement.
+
+Every reader bounds what it reads (modelplane/limits.py) and fails with a ValueError that
+names what the file is for and its path: never a traceback, whatever the bytes.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from modelplane.limits import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES
+from modelplane.scheduler import FleetPlacement, PlacementFormatError
 
-def read_json(path: str, what: str) -> Any:
-    """The parsed file; a ValueError naming `what` and the path when it can't be read or parsed."""
+OBSERVED_SHAPE = '{"cluster": {"pool": 3}} with a whole, non-negative number of nodes per pool'
+
+
+def _read_bytes(path: str, what: str) -> bytes:
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_JSON_FILE_BYTES + 1)
     except OSError as exc:
-        raise ValueError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from exc
-
-
-def read_observed(path: str, what: str = "observed capacity") -> dict[str, dict[str, int]]:
-    """`{"cluster": {"pool": nodes}}` with integer node counts."""
-    data = read_json(path, what)
-    ok = isinstance(data, dict) and all(
-        isinstance(pools, dict) and all(isinstance(n, int) and not isinstance(n, bool) for n in pools.values())
-        for pools in data.values())
-    if not ok:
-        raise ValueError(f'{what} {path} must look like {{"cluster": {{"pool": 3}}}}')
+        raise ValueError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_JSON_FILE_BYTES:
+        raise ValueError(f"{what} {path} is larger than {MAX_JSON_FILE_BYTES} bytes (see modelplane/limits.py)")
     return data
 
 
-def read_previous(path: str) -> Any:
-    """A previous placement (the `plan --json` schema); PlacementFormatError when malformed."""
-    from modelplane.scheduler import FleetPlacement
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
-    return FleetPlacement.from_json(read_json(path, "previous placement"))
+
+def read_json(path: str, what: str) -> Any:
+    """The parsed file; a ValueError naming `what` and the path when it can't be read or parsed."""
+    data = _read_bytes(path, what)
+    too_deep = f"{what} {path} nests objects and arrays more than {MAX_JSON_DEPTH} levels deep"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ValueError(f"{what} {path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line})") from None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        # exc.msg and the position only: the message never quotes the file's content.
+        raise ValueError(f"{what} {path} is not valid JSON: {exc.msg} (line {exc.lineno}, "
+                         f"column {exc.colno})") from None
+    except RecursionError:
+        # The C decoder stops at the interpreter's recursion limit before MAX_JSON_DEPTH
+        # could be checked on the result.
+        raise ValueError(too_deep) from None
+    except ValueError as exc:   # e.g. a number past Python's 4,300-digit conversion limit
+        raise ValueError(f"{what} {path} is not valid JSON: {exc}") from None
+    if _depth_exceeds(value, MAX_JSON_DEPTH):
+        raise ValueError(too_deep)
+    return value
+
+
+def observed_counts(data: Any, where: str) -> dict[str, dict[str, int]]:
+    """Observed node counts, the one rule `plan` and `lint` share: an object of clusters,
+    each an object of pools, each a whole number >= 0."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must look like {OBSERVED_SHAPE}")
+    for cluster, pools in data.items():
+        if not isinstance(pools, dict):
+            raise ValueError(f"{where}: cluster {cluster!r} must map pool names to node counts; "
+                             f"expected {OBSERVED_SHAPE}")
+        for pool, nodes in pools.items():
+            if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 0:
+                raise ValueError(f"{where}: {cluster}.{pool} is not a whole number of nodes >= 0; "
+                                 f"expected {OBSERVED_SHAPE}")
+    return data
+
+
+def read_observed(path: str, what: str = "observed capacity") -> dict[str, dict[str, int]]:
+    """`{"cluster": {"pool": nodes}}` with whole, non-negative node counts."""
+    return observed_counts(read_json(path, what), f"{what} {path}")
+
+
+def read_previous(path: str) -> FleetPlacement:
+    """A previous placement (the `plan --json` schema); ValueError naming the file when malformed."""
+    data = read_json(path, "previous placement")
+    try:
+        return FleetPlacement.from_json(data)
+    except PlacementFormatError as exc:
+        raise ValueError(f"previous placement {path} is not a placement (the `plan --json` output): {exc}") from None

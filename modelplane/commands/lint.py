@@ -29,21 +29,13 @@ def add_parser(subparsers: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _observed(path: str) -> dict[str, dict[str, int]]:
-    data = read_observed(path, "observed counts")
-    # The declared-capacity check compares these with nodeCount: a negative count is no count.
-    if any(n < 0 for pools in data.values() for n in pools.values()):
-        raise ValueError('observed counts must be JSON like {"cluster": {"pool": 2}}')
-    return data
-
-
 def run(args: argparse.Namespace) -> int:
     from modelplane.api import ManifestError, load_manifests
     from modelplane.checks import CHECKS, MANDATORY, levels_from_config, place, run_checks
 
     try:
         fleet = load_manifests(args.manifests)
-        observed = _observed(args.observed) if args.observed else None
+        observed = read_observed(args.observed, "observed counts") if args.observed else None
         config = read_json(args.config, "policy config") if args.config else {}
         if not isinstance(config, dict):
             raise ValueError("policy config must be a JSON object keyed by policy name")

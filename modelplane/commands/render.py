@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from modelplane.plan import ControlPlane, gitops_gateway_urls, plan_fleet
     from modelplane.render import RenderError
     from modelplane.render.output import write_cluster_dirs
-    from modelplane.scheduler import PlacementFormatError, place_fleet
+    from modelplane.scheduler import place_fleet
 
     try:
         fleet = load_manifests(args.manifests)
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     except ManifestError as exc:
         print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
         return 2
-    except (RenderError, PlacementFormatError, ValueError, OSError) as exc:
+    except (RenderError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     for warning in warnings:

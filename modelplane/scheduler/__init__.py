@@ -61,8 +61,9 @@ def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
     shapes = [compile_deployment(fleet, key, fleet.deployments[key])
               for key in sorted(fleet.deployments)]
     states = []
+    previous_by_key = previous.by_key() if previous is not None else {}
     for shape in shapes:
-        prev = previous.find(shape.namespace, shape.name) if previous is not None else None
+        prev = previous_by_key.get(shape.key)
         st = retain(ctx, shape, prev)
         scale_down(st)
         states.append(st)

@@ -142,16 +142,30 @@ def _complete(shape: DeploymentShape, rep: PlacedReplica) -> PlacedReplica:
 def scale_down(st: DeploymentState) -> None:
     if st.shape.invalid:
         return
-    survivors = list(st.retained)
-    load = Counter(r.cluster for r in survivors)
-    while len(survivors) > st.shape.desired:
-        # most-loaded cluster first, ties to the later cluster name, then highest index
-        victim = max(survivors, key=lambda r: (load[r.cluster], r.cluster, r.index))
-        survivors.remove(victim)
-        load[victim.cluster] -= 1
+    excess = len(st.retained) - st.shape.desired
+    if excess <= 0:
+        return
+    # Most-loaded cluster first, ties to the later cluster name, then highest index: a
+    # heap of clusters keyed (-load, -rank of the name), each with its replicas by index.
+    # O(n log n): a previous placement of 20,000 replicas scales down in milliseconds.
+    by_cluster: dict[str, list[PlacedReplica]] = {}
+    for r in st.retained:
+        by_cluster.setdefault(r.cluster, []).append(r)
+    for reps in by_cluster.values():
+        reps.sort(key=lambda r: r.index)
+    names = sorted(by_cluster)
+    heap = [(-len(by_cluster[c]), -rank, c) for rank, c in enumerate(names)]
+    heapq.heapify(heap)
+    victims: set[int] = set()
+    for _ in range(excess):
+        load, rank, cluster = heapq.heappop(heap)
+        victim = by_cluster[cluster].pop()
+        victims.add(id(victim))
         st.charges.pop((victim.cluster, victim.index), None)
         st.dropped.append((victim, "scaled down"))
-    st.retained = survivors
+        if load + 1 < 0:
+            heapq.heappush(heap, (load + 1, rank, cluster))
+    st.retained = [r for r in st.retained if id(r) not in victims]
 
 
 def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:

@@ -10,6 +10,9 @@ class PlacementFormatError(ValueError):
     """A `--previous` document does not follow the placement schema."""
 
 
+_REQUIRED: Any = object()
+
+
 @dataclass(frozen=True)
 class ResolvedRequest:
     """A DRA request as the replica's ResourceClaimTemplate must carry it: what the
@@ -123,94 +126,124 @@ class FleetPlacement:
                 return d
         return None
 
+    def by_key(self) -> dict[tuple[str, str], DeploymentPlacement]:
+        """(namespace, name) -> deployment, the first one where a name repeats (as `find`)."""
+        return {(d.namespace, d.name): d for d in reversed(self.deployments)}
+
     def to_json(self) -> dict[str, Any]:
         return {"deployments": [d.to_json() for d in self.deployments]}
 
     @classmethod
-    def from_json(cls, data: Any) -> "FleetPlacement":
-        try:
-            return _fleet_from_json(data)
-        except PlacementFormatError:
-            raise
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            raise PlacementFormatError(f"invalid placement document: {exc!r}") from exc
+    def from_json(cls, data: Any) -> FleetPlacement:
+        """A placement read back from `to_json` output; PlacementFormatError naming the
+        JSON path of the first field that does not follow the schema."""
+        return _fleet_from_json(data)
 
 
-def _need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+# Where in the document a value sits, as a tuple of keys and indexes: formatted only
+# when an error is raised, so reading 20,000 replicas builds no path strings.
+Where = tuple[str | int, ...]
+
+
+def _at(where: Where) -> str:
+    out = "$"
+    for part in where:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _need(obj: Any, key: str, kind: type, where: Where, default: Any = _REQUIRED) -> Any:
     if not isinstance(obj, dict):
-        raise PlacementFormatError(f"{where}: expected an object")
+        raise PlacementFormatError(f"{_at(where)}: expected an object")
     if key not in obj:
-        raise PlacementFormatError(f"{where}: missing {key!r}")
+        if default is _REQUIRED:
+            raise PlacementFormatError(f"{_at(where)}: missing {key!r}")
+        return default
     value = obj[key]
     # bool is an int subclass; an index or a count must not be true/false
-    if isinstance(value, bool) and kind in (int, (int,)):
-        raise PlacementFormatError(f"{where}.{key}: expected {kind}, got bool")
-    if not isinstance(value, kind):
-        raise PlacementFormatError(f"{where}.{key}: expected {kind}, got {type(value).__name__}")
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise PlacementFormatError(f"{_at((*where, key))}: expected {_KIND_NAMES[kind]}, "
+                                   f"got {_json_type(value)}")
     return value
 
 
-def _requests_from_json(data: Any, where: str) -> tuple[tuple[ResolvedRequest, ...], ...]:
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    return _KIND_NAMES.get(type(value), type(value).__name__)
+
+
+_KIND_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "a boolean", list: "an array",
+                                dict: "an object", float: "a number"}
+
+
+def _strings(value: Any, where: Where) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise PlacementFormatError(f"{_at(where)}: expected an object of strings")
+    return value
+
+
+def _requests_from_json(data: Any, where: Where) -> tuple[tuple[ResolvedRequest, ...], ...]:
     """Per member, its resolved requests; absent in documents written before they were recorded."""
-    if not isinstance(data, list):
-        raise PlacementFormatError(f"{where}: expected a list (one entry per member)")
     out = []
     for i, member in enumerate(data):
         if not isinstance(member, list):
-            raise PlacementFormatError(f"{where}[{i}]: expected a list of requests")
+            raise PlacementFormatError(f"{_at((*where, i))}: expected a list of requests")
         resolved = []
         for j, q in enumerate(member):
-            qw = f"{where}[{i}][{j}]"
-            device_class = q.get("deviceClassName") if isinstance(q, dict) else None
+            qw = (*where, i, j)
+            if not isinstance(q, dict):
+                raise PlacementFormatError(f"{_at(qw)}: expected an object")
+            device_class = q.get("deviceClassName")
             if device_class is not None and not isinstance(device_class, str):
-                raise PlacementFormatError(f"{qw}.deviceClassName: expected a string")
-            selectors = q.get("selectors") or [] if isinstance(q, dict) else []
-            if not isinstance(selectors, list) or not all(isinstance(s, str) for s in selectors):
-                raise PlacementFormatError(f"{qw}.selectors: expected a list of CEL expressions")
+                raise PlacementFormatError(f"{_at((*qw, 'deviceClassName'))}: expected a string or null")
+            selectors = _need(q, "selectors", list, qw, [])
+            if not all(isinstance(sel, str) for sel in selectors):
+                raise PlacementFormatError(f"{_at((*qw, 'selectors'))}: expected a list of CEL expressions")
             resolved.append(ResolvedRequest(_need(q, "name", str, qw), device_class,
                                             _need(q, "count", int, qw), tuple(selectors)))
         out.append(tuple(resolved))
     return tuple(out)
 
 
+def _replica_from_json(r: Any, where: Where) -> PlacedReplica:
+    engines = {}
+    for ename, e in _need(r, "engines", dict, where).items():
+        ew = (*where, "engines", ename)
+        members = _need(e, "members", list, ew, [])
+        if not all(isinstance(m, str) for m in members):
+            raise PlacementFormatError(f"{_at((*ew, 'members'))}: expected a list of pool names")
+        requests = _requests_from_json(_need(e, "requests", list, ew, []), (*ew, "requests"))
+        engines[ename] = EnginePlacement(_need(e, "pool", str, ew), tuple(members), requests)
+    return PlacedReplica(name=_need(r, "name", str, where), index=_need(r, "index", int, where),
+                         cluster=_need(r, "cluster", str, where), engines=engines)
+
+
+def _deployment_from_json(d: Any, where: Where) -> DeploymentPlacement:
+    replicas = [_replica_from_json(r, (*where, "replicas", j))
+                for j, r in enumerate(_need(d, "replicas", list, where, []))]
+    conditions = []
+    for j, c in enumerate(_need(d, "conditions", list, where, [])):
+        cw = (*where, "conditions", j)
+        conditions.append(Condition(_need(c, "type", str, cw), _need(c, "status", str, cw),
+                                    _need(c, "reason", str, cw), _need(c, "message", str, cw, "")))
+    unplaced = []
+    for j, u in enumerate(_need(d, "unplaced", list, where, [])):
+        uw = (*where, "unplaced", j)
+        unplaced.append(Unplaced(_need(u, "index", int, uw),
+                                 _strings(_need(u, "reasons", dict, uw, {}), (*uw, "reasons"))))
+    return DeploymentPlacement(
+        namespace=_need(d, "namespace", str, where),
+        name=_need(d, "name", str, where),
+        desired=_need(d, "desired", int, where, len(replicas)),
+        replicas=replicas,
+        conditions=conditions,
+        unplaced=unplaced,
+    )
+
+
 def _fleet_from_json(data: Any) -> FleetPlacement:
-    deployments = []
-    for i, d in enumerate(_need(data, "deployments", list, "$")):
-        w = f"$.deployments[{i}]"
-        replicas = []
-        for j, r in enumerate(d.get("replicas", []) if isinstance(d, dict) else []):
-            rw = f"{w}.replicas[{j}]"
-            engines = {}
-            for ename, e in _need(r, "engines", dict, rw).items():
-                ew = f"{rw}.engines.{ename}"
-                pool = _need(e, "pool", str, ew)
-                members = e.get("members") or []
-                if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
-                    raise PlacementFormatError(f"{ew}.members: expected a list of pool names")
-                requests = _requests_from_json(e.get("requests") or [], f"{ew}.requests")
-                engines[str(ename)] = EnginePlacement(pool, tuple(members), requests)
-            replicas.append(PlacedReplica(
-                name=_need(r, "name", str, rw),
-                index=_need(r, "index", int, rw),
-                cluster=_need(r, "cluster", str, rw),
-                engines=engines,
-            ))
-        conditions = [
-            Condition(c["type"], c["status"], c["reason"], c.get("message", ""))
-            for c in (d.get("conditions") or [])
-        ]
-        unplaced = [Unplaced(int(u["index"]), dict(u.get("reasons") or {}))
-                    for u in (d.get("unplaced") or [])]
-        desired = d.get("desired", len(replicas))
-        if isinstance(desired, bool) or not isinstance(desired, int):
-            raise PlacementFormatError(f"{w}.desired: expected an integer")
-        deployments.append(DeploymentPlacement(
-            namespace=_need(d, "namespace", str, w),
-            name=_need(d, "name", str, w),
-            desired=desired,
-            replicas=replicas,
-            conditions=conditions,
-            unplaced=unplaced,
-        ))
+    deployments = [_deployment_from_json(d, ("deployments", i))
+                   for i, d in enumerate(_need(data, "deployments", list, ()))]
     deployments.sort(key=lambda x: (x.namespace, x.name))
     return FleetPlacement(deployments)
