@@ -25,8 +25,11 @@ DECIMAL_EXPONENT = "DecimalExponent"
 # [0-9] rather than \d: Python's \d also accepts non-ASCII digits, Kubernetes does not.
 _NUMBER = re.compile(r"([+-]?)([0-9]+)(?:\.([0-9]*))?|([+-]?)\.([0-9]+)")
 _EXPONENT = re.compile(r"[eE]([+-]?[0-9]+)")
-# Bounds the work an adversarial exponent can cause; real quantities never get close.
-_MAX_EXPONENT = 10_000
+# Bound the work (and the size of the integer) an adversarial quantity can cause; real
+# quantities never get close. Kubernetes has no such bound, but a value past them could not
+# even be printed here (Python refuses int<->str past 4,300 digits).
+MAX_EXPONENT = 1_000
+MAX_DIGITS = 100
 _EXAMPLES = 'e.g. "80Gi", "1.5", "500m", "1e3"'
 
 
@@ -59,11 +62,17 @@ def _suffix_scale(text: str, suffix: str) -> tuple[Fraction, str]:
         return Fraction(10) ** DECIMAL_SUFFIXES[suffix], DECIMAL_SI
     exp = _EXPONENT.fullmatch(suffix)
     if exp is not None:
-        power = int(exp.group(1))
-        if power > _MAX_EXPONENT:
+        written = exp.group(1)
+        if len(written.lstrip("+-").lstrip("0")) > len(str(MAX_EXPONENT)):
+            # int() of thousands of digits is itself refused (and slow): decide by length.
+            if written.startswith("-"):
+                return Fraction(10) ** -MAX_EXPONENT, DECIMAL_EXPONENT
+            raise _fail(text[:40] + "...", "exponent is too large")
+        power = int(written)
+        if power > MAX_EXPONENT:
             raise _fail(text, f"exponent {power} is too large")
         # Anything nonzero below 1e-9 rounds up to 1n anyway; clamping keeps that exact.
-        return Fraction(10) ** max(power, -_MAX_EXPONENT), DECIMAL_EXPONENT
+        return Fraction(10) ** max(power, -MAX_EXPONENT), DECIMAL_EXPONENT
     if suffix == "K":
         raise _fail(text, "suffix 'K' does not exist: use 'k' (10^3) or 'Ki' (2^10)")
     if any(c.isspace() for c in suffix):
@@ -96,6 +105,9 @@ class Quantity:
         if text == "":
             raise _fail(text, "empty string")
         sign, whole, frac, suffix = _split(text)
+        if len(whole) + len(frac) > MAX_DIGITS:
+            raise QuantityError(f"invalid quantity: {len(whole) + len(frac)} digits, at most {MAX_DIGITS} "
+                                f"are supported ({_EXAMPLES})")
         scale, fmt = _suffix_scale(text, suffix)
         magnitude = Fraction(int(whole + frac or "0"), 10 ** len(frac)) * scale
         nanos = _ceil(magnitude * NANO)

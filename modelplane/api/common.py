@@ -13,10 +13,17 @@ RESERVED_PREFIX = "modelplane.ai/"
 # Reserved keys a user may set: declarations the program reads, never stamps itself.
 USER_SETTABLE_ANNOTATIONS = frozenset({"modelplane.ai/nixl"})
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# Always used with fullmatch: `$` also matches before a trailing newline, which let
+# "eu-west\n" pass as a name (and become a directory named so).
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
+# pydantic `pattern=` strings run on Rust's regex engine, where `$` is the end of the text.
+# Gateway API's Hostname: an optional leading "*." then a lowercase DNS subdomain.
+GATEWAY_HOSTNAME_PATTERN = r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+# A bare DNS name or IPv4 address (RFC 1123, any case): no scheme, port, path or space.
+DNS_NAME_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?(\.[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?)*$"
 
 
 # An error quotes the offending value, not a page of it.
@@ -37,6 +44,9 @@ class ApiModel(BaseModel):
     """Base for every API object: camelCase on the wire, unknown fields rejected."""
 
     model_config = ConfigDict(
+        # Types as strict as the Kubernetes API's: `replicas: "3"`, `replicas: 2.0` or
+        # `weight: true` are errors, not silently coerced to 3, 2 and 1.
+        strict=True,
         extra="forbid",
         populate_by_name=True,
         alias_generator=to_camel,
@@ -58,7 +68,7 @@ def check_unique(items: list, what: str, key=lambda item: item.name) -> list:
 
 
 def check_dns_label(value: str, what: str = "name") -> str:
-    if len(value) > 63 or not _DNS_LABEL.match(value):
+    if len(value) > 63 or not _DNS_LABEL.fullmatch(value):
         raise ValueError(
             f"{what} {quoted(value)} is not a DNS label; use at most 63 lowercase letters, "
             "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-7b')"
@@ -67,7 +77,7 @@ def check_dns_label(value: str, what: str = "name") -> str:
 
 
 def check_dns_subdomain(value: str, what: str = "name") -> str:
-    if len(value) > 253 or not _DNS_SUBDOMAIN.match(value):
+    if len(value) > 253 or not _DNS_SUBDOMAIN.fullmatch(value):
         raise ValueError(
             f"{what} {quoted(value)} is not a valid Kubernetes name; use lowercase letters, "
             "digits, '-' and '.', starting and ending with a letter or digit"
@@ -75,12 +85,21 @@ def check_dns_subdomain(value: str, what: str = "name") -> str:
     return value
 
 
+def check_label_value(value: str, what: str) -> str:
+    if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
+        raise ValueError(
+            f"{what} {quoted(value)} is not a valid label value; use at most 63 alphanumerics, "
+            "'-', '_' or '.', starting and ending alphanumeric"
+        )
+    return value
+
+
 def check_qualified_name(key: str) -> None:
     """A label/annotation key: optional DNS-subdomain prefix, '/', name of <= 63 chars."""
     prefix, _, name = key.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
         raise ValueError(f"key {quoted(key)} has an invalid prefix {quoted(prefix)}; use a DNS subdomain like 'example.org'")
-    if not name or len(name) > 63 or not _LABEL_NAME.match(name):
+    if not name or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
         raise ValueError(
             f"key {quoted(key)} is not a qualified name; the part after '/' must be 1-63 "
             "alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
@@ -97,11 +116,8 @@ def check_user_labels(labels: dict[str, str], what: str, values_are_labels: bool
                 "program stamps itself; put your label under your own prefix (e.g. 'example.org/team')"
             )
         check_qualified_name(key)
-        if values_are_labels and (len(value) > 63 or not _LABEL_VALUE.match(value)):
-            raise ValueError(
-                f"{what} value {quoted(value)} for {quoted(key)} is not a valid label value; use at most "
-                "63 alphanumerics, '-', '_' or '.', starting and ending alphanumeric"
-            )
+        if values_are_labels:
+            check_label_value(value, f"{what} value for {quoted(key)}:")
         if not values_are_labels and len(value) > 8192:
             raise ValueError(f"{what} value for {quoted(key)} is longer than 8192 characters")
     return labels
@@ -117,6 +133,23 @@ class ObjectMeta(ApiModel):
     @classmethod
     def _name(cls, value: str) -> str:
         return check_dns_subdomain(value, "metadata.name")
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, labels: dict[str, str]) -> dict[str, str]:
+        # Kubernetes' metadata rules; the reserved prefix is allowed here (cluster labels
+        # such as modelplane.ai/region are the selectors' vocabulary).
+        for key, value in labels.items():
+            check_qualified_name(key)
+            check_label_value(value, f"metadata.labels value for {quoted(key)}:")
+        return labels
+
+    @field_validator("annotations")
+    @classmethod
+    def _annotations(cls, annotations: dict[str, str]) -> dict[str, str]:
+        for key in annotations:
+            check_qualified_name(key)
+        return annotations
 
     @field_validator("namespace")
     @classmethod

@@ -6,7 +6,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector, check_unique, check_user_labels
+from .common import (
+    DNS_NAME_PATTERN,
+    ApiModel,
+    KindObject,
+    LabelSelector,
+    check_label_value,
+    check_unique,
+    check_user_labels,
+)
 
 SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBaremetal")
 DEFAULT_KIND_NODE_IMAGE = "kindest/node:v1.35.1"
@@ -179,6 +187,12 @@ class NodePool(ApiModel):
     fabric: Fabric = Field(default_factory=Fabric)
     pool_label: PoolLabel | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        # The pool name is the value of the `modelplane.ai/pool` node label.
+        return check_label_value(value, "node pool name")
+
     @model_validator(mode="after")
     def _class(self) -> "NodePool":
         if self.role != "System" and not self.class_name:
@@ -209,7 +223,7 @@ class ClusterPlacement(ApiModel):
 
 
 class ClusterGateway(ApiModel):
-    hostname: Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[^/:]+$")] | None = None
+    hostname: Annotated[str, Field(min_length=1, max_length=253, pattern=DNS_NAME_PATTERN)] | None = None
 
 
 class InferenceClusterSpec(ApiModel):

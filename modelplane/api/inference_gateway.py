@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector, NameRef
+from .common import GATEWAY_HOSTNAME_PATTERN, ApiModel, KindObject, LabelSelector, NameRef
 
 
 class Metallb(ApiModel):
@@ -47,7 +47,7 @@ class InferenceGatewaySpec(ApiModel):
     backend: Literal["Traefik"] | None = None
     traefik: TraefikSettings | None = None
     cluster_name: Annotated[str, Field(min_length=1)] | None = None
-    hostname: str | None = None
+    hostname: Annotated[str, Field(max_length=253, pattern=GATEWAY_HOSTNAME_PATTERN)] | None = None
     tls: GatewayTls | None = None
     auth: GatewayAuth | None = None
     service_selector: LabelSelector | None = None

@@ -20,6 +20,12 @@ class DeviceRequest(ApiModel):
     count: Annotated[int, Field(ge=1, le=64)] = 1
     selectors: Annotated[list[Selector], Field(min_length=1, max_length=8)]
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        # It names the request in the ResourceClaimTemplate, where DRA requires a DNS label.
+        return check_dns_label(value, "device request name")
+
 
 class NodeSelector(ApiModel):
     devices: Annotated[list[DeviceRequest], Field(min_length=1, max_length=16)]

@@ -21,7 +21,7 @@ POLICY = "cache-revision-match"
 DEFAULT_BRANCH = "main"
 # The env var the renderer sets to the staged revision, for custom command lines.
 REVISION_ENV = "MODELPLANE_MODEL_REVISION"
-_REVISION_REF = re.compile(r"^\$(\(|\{)?" + REVISION_ENV + r"(\)|\})?$")
+_REVISION_REF = re.compile(r"\$(\(|\{)?" + REVISION_ENV + r"(\)|\})?")
 
 
 def _resolve(revision: str | None) -> str:
@@ -52,7 +52,7 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
                 flagged = flag_value(container, "--revision")
                 if flagged:
                     asked = flagged[0]
-                    if _REVISION_REF.match(asked) or _resolve(asked) == _resolve(staged):
+                    if _REVISION_REF.fullmatch(asked) or _resolve(asked) == _resolve(staged):
                         continue
                     field = f"{base}.{flagged[1]}[{flagged[2]}]"
                     how = f"--revision {asked}"

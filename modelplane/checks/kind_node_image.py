@@ -12,7 +12,7 @@ from .registry import register
 from .tables import KIND_DRA_DEADLOCK, KIND_FIRST_SAFE, KIND_MIN_DRA_V1
 
 POLICY = "kind-node-image"
-_TAG = re.compile(r":v?(\d+)\.(\d+)\.(\d+)(?:[-+][^:/]*)?$")
+_TAG = re.compile(r":v?(\d+)\.(\d+)\.(\d+)(?:[-+][^:/]*)?\Z")
 
 
 def node_image_problem(image: str) -> str | None:
