@@ -8,21 +8,51 @@ only reject when evaluated (so a typo fails ``plan`` instead of matching nothing
 from __future__ import annotations
 
 import functools
+import math
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import celpy
 import celpy.celtypes as ct
 import lark
+import re2
 from celpy.evaluation import CELEvalError, Evaluator, base_functions
 
+from modelplane.celcost import (
+    BIND_COST,
+    CALL_COST,
+    LIST_CREATE_COST,
+    MACRO_BASE_COST,
+    MACRO_STEP_COST,
+    MACROS,
+    MAP_CREATE_COST,
+    MAX_COST,
+    MAX_EXPRESSION_LENGTH,
+    MAX_NESTING,
+    METER,
+    REGEX_FACTOR,
+    SELECT_COST,
+    STRING_FACTOR,
+    UNKNOWN,
+    CostLimitExceeded,
+    Meter,
+    charge,
+    estimated_cost,
+    nesting,
+    runtime_size,
+)
 from modelplane.quantity import Quantity, QuantityError
 from modelplane.semver import Semver, SemverError
 
 __all__ = [
-    "CelError", "CompiledSelector", "DeviceView", "SelectorCache",
-    "compile_selector", "selector_matches",
+    "CelError", "CompiledSelector", "DeviceView", "SelectorCache", "SelectorResult",
+    "compile_selector", "evaluate_selector", "selector_matches",
 ]
+
+
+_SHOWN = 120   # characters of a selector an error message shows
 
 
 class CelError(ValueError):
@@ -34,9 +64,11 @@ class CelError(ValueError):
         if line is not None and column is not None:
             lines = expression.split("\n")
             source = lines[min(line, len(lines)) - 1]
-            text += f" (line {line}, column {column})\n    {source}\n    {' ' * (column - 1)}^"
+            start = max(0, column - 1 - _SHOWN // 2)   # a long line is shown around the column
+            shown = source[start:start + _SHOWN]
+            text += f" (line {line}, column {column})\n    {shown}\n    {' ' * (column - 1 - start)}^"
         else:
-            text += f"\n    {expression}"
+            text += f"\n    {expression[:_SHOWN]}" + ("..." if len(expression) > _SHOWN else "")
         super().__init__(text)
 
 
@@ -179,10 +211,77 @@ _ARITY: dict[str, tuple[int, int]] = {
     "sign": (1, 1), "isInteger": (1, 1), "asInteger": (1, 1), "asApproximateFloat": (1, 1),
     "major": (1, 1), "minor": (1, 1), "patch": (1, 1),
 }
-_COMPREHENSIONS = {"all", "exists", "exists_one", "map", "filter"}
+_COMPREHENSIONS = MACROS
 # celpy's own non-standard `reduce`/`min` macros are left out: Kubernetes would reject them.
 _BUILTINS = {name for name in base_functions if name[0].isalpha()}
 _VARIABLES = {"device"}
+
+
+# --- runtime cost of functions ----------------------------------------------------------
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False   # re2 would print parse errors on stderr itself
+
+
+@functools.lru_cache(maxsize=1024)
+def _regex(pattern: str) -> Any:
+    """RE2, as cel-go: linear time whatever the pattern (no catastrophic backtracking)."""
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+def _matches(text: Any, pattern: Any) -> ct.BoolType:
+    if not isinstance(text, str) or not isinstance(pattern, str):
+        raise _no_overload("matches", text, pattern)
+    try:
+        compiled = _regex(str(pattern))
+    except re2.error as error:
+        raise ValueError(f"invalid regular expression: {error.args[0]!r}") from None
+    return ct.BoolType(compiled.search(str(text)) is not None)
+
+
+def _sized(value: Any) -> bool:
+    return isinstance(value, (str, bytes, list, tuple, dict))
+
+
+def _call_cost(name: str, args: tuple[Any, ...]) -> int:
+    """cel-go's runtime cost of one call, from the actual argument sizes."""
+    if name == "_+_" and len(args) == 2 and _sized(args[0]) and _sized(args[1]):
+        # charged before the concatenation runs: a doubling chain stops at the budget
+        return max(1, math.ceil((runtime_size(args[0]) + runtime_size(args[1])) * STRING_FACTOR))
+    if name in _COMPARISON_FUNCTIONS and len(args) == 2 and _sized(args[0]) and _sized(args[1]):
+        return max(1, math.ceil(min(runtime_size(args[0]), runtime_size(args[1])) * STRING_FACTOR))
+    if name == "_in_" and len(args) == 2 and isinstance(args[1], (list, tuple)):
+        return max(1, len(args[1]))
+    if name in ("startsWith", "endsWith") and len(args) == 2:
+        return max(1, math.ceil(runtime_size(args[1]) * STRING_FACTOR))
+    if name == "contains" and len(args) == 2 and isinstance(args[0], str):
+        return max(1, math.ceil(len(args[0]) * STRING_FACTOR) * math.ceil(runtime_size(args[1]) * STRING_FACTOR))
+    if name == "matches" and len(args) == 2:
+        return max(1, math.ceil((runtime_size(args[0]) + 1) * STRING_FACTOR)
+                   * math.ceil(runtime_size(args[1]) * REGEX_FACTOR))
+    if name in ("quantity", "isQuantity", "semver", "isSemver") and args:
+        return CALL_COST + math.ceil(runtime_size(args[0]) * STRING_FACTOR)
+    return 0 if name in _FREE_FUNCTIONS else CALL_COST
+
+
+_COMPARISON_FUNCTIONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
+# The logical operators cost nothing themselves in cel-go (their operands do).
+_FREE_FUNCTIONS = {"_&&_", "_||_", "_?_:_"}
+
+
+def _charged(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        charge(_call_cost(name, args))
+        return function(*args)
+    call.__name__ = getattr(function, "__name__", name)
+    return call
+
+
+# Every function a selector can call, each charging its cost before it runs.
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    name: _charged(name, function)
+    for name, function in {**base_functions, **EXTENSIONS, "matches": _matches}.items()
+}
 
 
 # --- evaluation --------------------------------------------------------------------------
@@ -198,17 +297,46 @@ def _bind_parts(tree: lark.Tree) -> tuple[lark.Tree, ...] | None:
     return tuple(tree.children[2].children)
 
 
+def _eval_error(message: str, tree: lark.Tree) -> CELEvalError:
+    return CELEvalError(message, TypeError, (message,), tree=tree)
+
+
 class _Evaluator(Evaluator):
-    """celpy's interpreter plus the `cel.bind` macro Kubernetes provides."""
+    """celpy's interpreter plus the `cel.bind` macro Kubernetes provides, comprehensions
+    that stop where cel-go's do (`all` at the first false, `exists` at the first true), and
+    cel-go's runtime cost charged to the evaluation's meter (modelplane.celcost): nodes
+    here, functions in `FUNCTIONS`."""
 
     def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
         return _Evaluator(ast, activation=self.activation)
 
+    def primary(self, tree: lark.Tree) -> Any:
+        kind = tree.children[0].data
+        if kind in ("ident", "dot_ident"):
+            charge(SELECT_COST)
+        elif kind == "list_lit":
+            charge(LIST_CREATE_COST)
+        elif kind == "map_lit":
+            charge(MAP_CREATE_COST)
+        elif kind == "ident_arg" and tree.children[0].children[0].value in ("has", "dyn"):
+            charge(CALL_COST)   # every other call is charged by its function in FUNCTIONS
+        return super().primary(tree)
+
+    def member_dot(self, tree: lark.Tree) -> Any:
+        charge(SELECT_COST)
+        return super().member_dot(tree)
+
     def member_dot_arg(self, tree: lark.Tree) -> Any:
         parts = _bind_parts(tree)
-        if parts is None:
-            return super().member_dot_arg(tree)
-        var_tree, init_tree, body_tree = parts
+        if parts is not None:
+            return self._bind(*parts)
+        name = tree.children[1].value
+        if name in MACROS:
+            return self._comprehension(name, tree)
+        return super().member_dot_arg(tree)
+
+    def _bind(self, var_tree: lark.Tree, init_tree: lark.Tree, body_tree: lark.Tree) -> Any:
+        charge(BIND_COST)
         init = self.visit(init_tree)
         if isinstance(init, CELEvalError):
             return init
@@ -216,6 +344,52 @@ class _Evaluator(Evaluator):
             return self.sub_evaluator(body_tree).evaluate({_simple_ident(var_tree).value: init})
         except CELEvalError as error:
             return error
+
+    def _comprehension(self, name: str, tree: lark.Tree) -> Any:
+        target = self.visit(tree.children[0])
+        if isinstance(target, CELEvalError):
+            return target
+        if not isinstance(target, (ct.ListType, ct.MapType)):
+            return _eval_error(f"no such overload: {type(target).__name__}.{name}()", tree)
+        var_tree, body_tree = tree.children[2].children
+        var = _simple_ident(var_tree).value
+        body = self.sub_evaluator(body_tree)
+        step = MACRO_STEP_COST[name]
+        charge(MACRO_BASE_COST[name])
+
+        def each(item: Any) -> Any:
+            charge(step)
+            try:
+                return body.evaluate({var: item})
+            except CELEvalError as error:
+                return error
+
+        if name in ("all", "exists"):
+            # errors count only if no element decides: `error && false` is false in CEL
+            decisive = name == "exists"
+            first_error = None
+            for item in target:
+                value = each(item)
+                if isinstance(value, ct.BoolType):
+                    if bool(value) is decisive:
+                        return ct.BoolType(decisive)
+                elif first_error is None:
+                    first_error = value if isinstance(value, CELEvalError) else _eval_error(
+                        f"{name}() needs a boolean predicate, got {type(value).__name__}", tree)
+            return first_error if first_error is not None else ct.BoolType(not decisive)
+        results = []
+        for item in target:
+            value = each(item)
+            if isinstance(value, CELEvalError):
+                return value
+            if name != "map" and not isinstance(value, ct.BoolType):
+                return _eval_error(f"{name}() needs a boolean predicate, got {type(value).__name__}", tree)
+            results.append((item, value))
+        if name == "map":
+            return ct.ListType(value for _, value in results)
+        if name == "filter":
+            return ct.ListType(item for item, keep in results if keep)
+        return ct.BoolType(sum(1 for _, keep in results if keep) == 1)   # exists_one
 
 
 class _Runner(celpy.InterpretedRunner):
@@ -251,6 +425,22 @@ def _call_sites(ast: lark.Tree):
         elif node.data == "member_dot_arg":
             args = node.children[2].children if len(node.children) > 2 else []
             yield node.children[1], list(args), node.children[0]
+
+
+def _check_regex(expression: str, name: lark.Token, args: list) -> None:
+    """A constant pattern of `matches` must be RE2 (cel-go compiles it with the program)."""
+    if not args or not _is_constant(args[-1]):
+        return
+    try:
+        pattern = _ENV.program(args[-1]).evaluate({})
+    except (CELEvalError, TypeError):
+        return
+    if isinstance(pattern, str):
+        try:
+            _regex(str(pattern))
+        except re2.error as error:
+            raise CelError(expression, f"invalid regular expression for matches(): {error.args[0]!r}",
+                           name.line, name.column) from None
 
 
 def _check_literal(expression: str, name: lark.Token, args: list) -> None:
@@ -295,6 +485,8 @@ def _check_call(expression: str, name: lark.Token, args: list, receiver: Any) ->
             raise CelError(expression, f"{style} got {total} argument(s) counting the receiver, "
                            f"expects {expected}", name.line, name.column)
         _check_literal(expression, name, args)
+    elif fn == "matches":
+        _check_regex(expression, name, args)
     elif fn not in _BUILTINS:
         raise CelError(expression, f"unknown function {fn!r}; available extensions: "
                        f"{', '.join(sorted(EXTENSIONS))}", name.line, name.column)
@@ -356,15 +548,29 @@ def _compile(expression: str) -> CompiledSelector | CelError:
     # Errors are cached too, so a bad selector costs one parse per process.
     if not isinstance(expression, str) or not expression.strip():
         return CelError(str(expression), "empty expression")
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        return CelError(expression, f"{len(expression)} characters, longer than the {MAX_EXPRESSION_LENGTH} "
+                        "Kubernetes allows for a device selector (CELSelectorExpressionMaxLength)")
     try:
         ast = _ENV.compile(expression)
     except celpy.CELParseError as error:
         return _syntax_error(expression, error)
+    depth = nesting(ast)
+    if depth > MAX_NESTING:
+        return CelError(expression, f"nested {depth} levels deep (parentheses, brackets, calls, field "
+                        f"selections and operators); at most {MAX_NESTING} are supported: split it into "
+                        "several selectors or use cel.bind")
     try:
         _check_names(expression, ast)
     except CelError as error:
         return error
-    return CompiledSelector(expression, _ENV.program(ast, functions=EXTENSIONS))
+    cost = estimated_cost(ast)
+    if cost > MAX_COST:
+        shown = "unbounded" if cost >= UNKNOWN else str(cost)
+        return CelError(expression, f"too complex: its estimated worst-case cost ({shown}) exceeds the limit "
+                        f"{MAX_COST} Kubernetes applies to a device selector (CELSelectorExpressionMaxCost); "
+                        "iterate over fewer or smaller lists, or nest fewer comprehensions")
+    return CompiledSelector(expression, _ENV.program(ast, functions=FUNCTIONS))
 
 
 def compile_selector(expression: str) -> CompiledSelector:
@@ -476,13 +682,77 @@ class DeviceView:
         )
 
 
-def selector_matches(compiled: CompiledSelector, device: DeviceView) -> bool:
-    """True only for a boolean true; any evaluation error means the device does not match."""
+@dataclass(frozen=True)
+class SelectorResult:
+    """One evaluation: `matched` only for a boolean true; `error` says how the selector
+    failed (a runtime error, a non-boolean result, the cost limit), as Kubernetes reports
+    "CEL runtime error" instead of a non-match; `cost` is what it spent."""
+
+    matched: bool
+    error: str | None = None
+    cost: int = 0
+
+
+# celpy's wording -> the words cel-go (and so Kubernetes) uses for the same runtime error.
+_OPERATORS = {"addition_add": "+", "addition_sub": "-", "multiplication_mul": "*", "multiplication_div": "/",
+              "multiplication_mod": "%", "relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
+              "relation_ge": ">=", "relation_eq": "==", "relation_ne": "!=", "relation_in": "in"}
+_NO_OVERLOAD = re.compile(r"found no matching overload for (?:Token\('RULE', '(\w+)'\)|'?([\w_?:\[\]&|]+)'?) "
+                          r"applied to '\((.*)\)'")
+_CEL_TYPE = re.compile(r"<class 'celpy\.celtypes\.(\w+)Type'>|<class '[\w.]+\.(\w+)'>")
+
+
+def _type_names(text: str) -> list[str]:
+    return [(a or b).lower() for a, b in _CEL_TYPE.findall(text)]
+
+
+def _describe(error: CELEvalError) -> str:
+    """How a selector failed, in cel-go's words where celpy's differ."""
+    message = str(error.args[0]) if error.args else "error"
+    cause = error.args[2] if len(error.args) > 2 and isinstance(error.args[2], tuple) else ()
+    detail = "; ".join(str(a) for a in cause if isinstance(a, str))
+    found = _NO_OVERLOAD.match(message)
+    if found:
+        op = _OPERATORS.get(found.group(1) or "", found.group(2) or found.group(1) or "?")
+        types = _type_names(found.group(3))
+        return f"no such overload: {op.join(f' {t} ' for t in types).strip() if len(types) == 2 else op}"
+    if message.startswith("modulus or divide by zero"):
+        return "division by zero" if "modulo" not in detail or "division" in detail else "modulus by zero"
+    if message.startswith("no such member in mapping") or message.startswith("no such key"):
+        key = message.partition(":")[2].strip().strip("'") or detail
+        return f"no such key: {key}"
+    if message == "invalid_argument" and "index out of range" in detail:
+        return "index out of range"
+    if message == "return error for overflow":
+        return f"invalid argument: {detail}" if detail not in ("", "overflow") else "integer overflow"
+    return f"{message}: {detail}" if detail and detail not in message else message
+
+
+def evaluate_selector(compiled: CompiledSelector, device: DeviceView, limit: int = MAX_COST) -> SelectorResult:
+    """Evaluate within `limit` cost units (Kubernetes' runtime limit by default); never raises."""
+    meter = Meter(limit)
+    token = METER.set(meter)
     try:
-        result = compiled.evaluate(device)
-    except Exception:  # noqa: BLE001 - celpy surfaces user errors as assorted exceptions
-        return False
-    return isinstance(result, (ct.BoolType, bool)) and bool(result)
+        value = compiled.evaluate(device)
+    except CostLimitExceeded as exceeded:
+        return SelectorResult(False, str(exceeded), meter.spent)
+    except CELEvalError as error:
+        return SelectorResult(False, _describe(error), meter.spent)
+    except RecursionError:
+        return SelectorResult(False, "nested too deeply to evaluate", meter.spent)
+    except Exception as error:  # noqa: BLE001 - celpy surfaces some user errors as plain exceptions
+        return SelectorResult(False, f"{type(error).__name__}: {error}", meter.spent)
+    finally:
+        METER.reset(token)
+    if isinstance(value, (ct.BoolType, bool)):
+        return SelectorResult(bool(value), None, meter.spent)
+    kind = type(value).__name__.removesuffix("Type").lower()
+    return SelectorResult(False, f"the result is {kind!r}, not 'bool'", meter.spent)
+
+
+def selector_matches(compiled: CompiledSelector, device: DeviceView) -> bool:
+    """True only for a boolean true; an error is not a match (see `evaluate_selector`)."""
+    return evaluate_selector(compiled, device).matched
 
 
 class SelectorCache:
@@ -494,15 +764,18 @@ class SelectorCache:
     """
 
     def __init__(self) -> None:
-        self._results: dict[tuple[str, str, str], tuple[DeviceView, bool]] = {}
+        self._results: dict[tuple[str, str, str], tuple[DeviceView, SelectorResult]] = {}
         self.evaluations = 0
 
-    def matches(self, expression: str, class_name: str, device_name: str, device: DeviceView) -> bool:
+    def result(self, expression: str, class_name: str, device_name: str, device: DeviceView) -> SelectorResult:
         key = (expression, class_name, device_name)
         hit = self._results.get(key)
         if hit is not None and (hit[0] is device or hit[0] == device):
             return hit[1]
-        result = selector_matches(compile_selector(expression), device)
+        result = evaluate_selector(compile_selector(expression), device)
         self.evaluations += 1
         self._results[key] = (device, result)
         return result
+
+    def matches(self, expression: str, class_name: str, device_name: str, device: DeviceView) -> bool:
+        return self.result(expression, class_name, device_name, device).matched

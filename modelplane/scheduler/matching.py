@@ -51,10 +51,17 @@ class Matcher:
             hit = self._memo[key] = self._match(member, cls)
         return hit
 
-    def _selects(self, cels: tuple[str, ...], cls: ClassView, i: int) -> bool:
+    def _selects(self, cels: tuple[str, ...], cls: ClassView, i: int) -> bool | str:
+        """Whether every selector matches device kind i, or how one of them errored."""
         device = cls.devices[i]
         view = cls.device_view(i)
-        return all(self._cel.matches(expr, cls.name, device.name, view) for expr in cels)
+        for s, expr in enumerate(cels):
+            result = self._cel.result(expr, cls.name, device.name, view)
+            if result.error is not None:
+                return f"selector #{s} errored on device {device.name}: {result.error}"
+            if not result.matched:
+                return False
+        return True
 
     def _match(self, member: MemberShape, cls: ClassView) -> MemberMatch | NoMatch:
         remaining = [d.count for d in cls.devices]
@@ -66,8 +73,17 @@ class Matcher:
         for req in member.requests:
             chosen = None
             short_of = None
-            for i, device in enumerate(cls.devices):
-                if not self._selects(req.cels, cls, i):
+            errors = []
+            for i in range(len(cls.devices)):
+                selected = self._selects(req.cels, cls, i)
+                if isinstance(selected, str):
+                    # On the cluster the request's DeviceClass keeps other kinds' devices
+                    # away from its selector, so an error on one kind is that kind's refusal
+                    # (a selector on GPU memory fails on a NIC). Only when the selector
+                    # errors on every kind is the error the reason, not "matched no device".
+                    errors.append(selected)
+                    continue
+                if not selected:
                     continue
                 if remaining[i] >= req.count:
                     chosen = i
@@ -76,7 +92,8 @@ class Matcher:
                     short_of = i
             if chosen is None:
                 if short_of is None:
-                    return NoMatch(req.name, "matched no device")
+                    failed_everywhere = len(errors) == len(cls.devices)
+                    return NoMatch(req.name, "; ".join(errors) if failed_everywhere else "matched no device")
                 d = cls.devices[short_of]
                 return NoMatch(req.name, f"matched too few devices (needs {req.count}, "
                                          f"{d.name} has {remaining[short_of]} of {d.count} "

@@ -248,13 +248,13 @@ def test_device_view_rejects_malformed_values(attributes, capacity, fragment):
 
 def test_selector_cache_evaluates_each_key_once(monkeypatch):
     calls = []
-    real = cel.selector_matches
+    real = cel.evaluate_selector
 
     def counting(compiled, device):
         calls.append(compiled.expression)
         return real(compiled, device)
 
-    monkeypatch.setattr(cel, "selector_matches", counting)
+    monkeypatch.setattr(cel, "evaluate_selector", counting)
     cache = SelectorCache()
     hopper = f'{NV}.architecture == "Hopper"'
     big = f'{MEM}.compareTo(quantity("80Gi")) >= 0'

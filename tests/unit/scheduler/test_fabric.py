@@ -68,5 +68,6 @@ def test_rejection_reason_lists_each_pool() -> None:
     fp = plan([*fleet("ib-1", "ib-2"), deployment("m", 1, COORDINATED)])
     why = of(fp, "m").unplaced[0].reasons["a"]
     assert why.startswith("no pool for engine main: ")
-    assert "pool coord: member 1 (Worker) request 'gpu' matched no device" in why
+    # the memory selector cannot even evaluate on the coord pool's only device (a CPU)
+    assert "pool coord: member 1 (Worker) request 'gpu' selector #0 errored on device cpu: no such key: memory" in why
     assert "pool gpu: member 0 (Leader) request 'cpu' matched no device" in why

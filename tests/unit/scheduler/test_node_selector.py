@@ -4,6 +4,7 @@ and TestScheduleMembers tables, plus the matching worked examples of §2.10."""
 import pytest
 
 from modelplane.api import load_manifest_text
+from modelplane.cel import SelectorResult
 from modelplane.scheduler import place_fleet, resolve_member_requests
 from modelplane.scheduler.matching import Matcher, MemberMatch, NoMatch
 from modelplane.scheduler.shape import ClassView, DeviceKind, MemberShape, RequestShape
@@ -163,8 +164,8 @@ def test_synthetic_matches_resolve_nothing() -> None:
 
 
 class _AllMatch:
-    def matches(self, *args: object) -> bool:
-        return True
+    def result(self, *args: object) -> SelectorResult:
+        return SelectorResult(True)
 
 
 def test_published_device_count_zero_matches_nothing() -> None:
