@@ -11,8 +11,18 @@ from modelplane.__main__ import main
 from modelplane.api import ManifestError, load_documents
 from modelplane.cel import CelError, DeviceView, compile_selector, evaluate_selector
 from modelplane.celcost import MAX_COST, MAX_EXPRESSION_LENGTH, MAX_NESTING, estimated_cost
-from modelplane.scheduler.fleetgen import (cluster, deployment, engine, gpu_class, mem_at_least, member, pool,
-                                           request, to_yaml)
+from modelplane.scheduler import place_fleet
+from modelplane.scheduler.fleetgen import (
+    cluster,
+    deployment,
+    engine,
+    gpu_class,
+    mem_at_least,
+    member,
+    pool,
+    request,
+    to_yaml,
+)
 
 H100 = DeviceView.from_spec("gpu.nvidia.com", {"architecture": {"string": "Hopper"}, "cores": {"int": 132}},
                             {"memory": {"value": "81559Mi"}})
@@ -149,8 +159,7 @@ def test_2_an_error_on_another_device_kind_is_that_kinds_refusal():
     docs = fleet_with(mem_at_least(40))
     docs[0]["spec"]["devices"].insert(0, {"name": "nic", "driver": "nic.nvidia.com", "claim": "Synthetic",
                                           "count": 8})
-    (placed,) = __import__("modelplane.scheduler", fromlist=["place_fleet"]).place_fleet(
-        load_documents(docs)).deployments
+    (placed,) = place_fleet(load_documents(docs)).deployments
     assert len(placed.replicas) == 1
 
 
