@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from modelplane.api import Fleet
 
-from .conditions import replicas_scheduled
+from .conditions import overdrawn, replicas_scheduled
 from .explain import selector_reason
 from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger
 from .matching import Matcher, MemberMatch, ResolvedRequest
@@ -74,9 +74,11 @@ def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
     for st in states:
         shape = st.shape
         replicas = sorted(st.retained + st.placed, key=lambda r: (r.cluster, r.index))
-        cond = replicas_scheduled(shape.desired, len(replicas), st.candidates, shape.invalid)
+        conditions = [replicas_scheduled(shape.desired, len(replicas), st.candidates, shape.invalid)]
+        if st.overdrawn:
+            conditions.append(overdrawn(st.overdrawn))
         result.append(DeploymentPlacement(shape.namespace, shape.name, shape.desired, replicas,
-                                          [cond], st.unplaced, st.dropped))
+                                          conditions, st.unplaced, st.dropped))
     return FleetPlacement(result), ledger
 
 

@@ -23,3 +23,14 @@ def replicas_scheduled(desired: int, placed: int, candidates: int,
         return Condition(TYPE, "False", "PartialCapacity", f"Scheduled {placed} of {desired} replicas")
     return Condition(TYPE, "False", "InsufficientCapacity",
                      f"0 of {desired} replicas scheduled (checked {candidates} clusters)")
+
+
+OVERDRAWN = "Overdrawn"
+
+
+def overdrawn(dropped: list[str]) -> Condition:
+    """The previous placement kept more replicas on a pool than it holds; those listed
+    were not kept (docs/scheduler.md, "Overdrawn pools")."""
+    return Condition(OVERDRAWN, "True", "PreviousPlacementOvercommitted",
+                     f"{len(dropped)} kept replica(s) did not fit their pool and were not kept: "
+                     + "; ".join(dropped))

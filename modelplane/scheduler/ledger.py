@@ -154,6 +154,10 @@ class Ledger:
     def put(self, key: PoolKey, state: PoolState) -> None:
         self._pools[key] = state
 
+    def overdrawn(self) -> list[PoolKey]:
+        """Pools whose kept replicas need more than they hold (retain never checks capacity)."""
+        return sorted(key for key, state in self._pools.items() if _is_overdrawn(state))
+
     def charge_retained(self, charges: dict[PoolKey, list[Usage]]) -> None:
         """Charge every kept replica, pool by pool (capacity is not checked: a pool may
         end overdrawn and then takes nothing new). A pool that is no longer published
@@ -166,6 +170,12 @@ class Ledger:
                 state.pack_retained(usages)
             else:
                 state.force_take(usages)
+
+
+def _is_overdrawn(state: PoolState) -> bool:
+    if isinstance(state, DevicePool):
+        return state.overdraft > 0
+    return isinstance(state, NodePool) and state.free < 0
 
 
 class Trial:

@@ -10,7 +10,7 @@ from typing import Mapping
 from modelplane.naming import replica_name
 
 from .explain import filter_reason, selector_reason
-from .ledger import Ledger, Usage
+from .ledger import Ledger, Trial, Usage
 from .matching import Matcher
 from .placement import EngineOptions, engine_options, place_replica, resolve_retained
 from .shape import ClusterView, DeploymentShape
@@ -84,6 +84,8 @@ class DeploymentState:
     unplaced: list[Unplaced] = field(default_factory=list)
     # (previous replica, why it is not kept): moved, dropped or scaled away
     dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list)
+    # kept replicas dropped because their pool could not hold them (see build_ledger)
+    overdrawn: list[str] = field(default_factory=list)
     candidates: int = 0
 
 
@@ -168,12 +170,17 @@ def scale_down(st: DeploymentState) -> None:
     st.retained = [r for r in st.retained if id(r) not in victims]
 
 
-def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
+def _empty_ledger(ctx: Context) -> Ledger:
     ledger = Ledger(ctx.accounting)
     for cluster in ctx.clusters.values():
         for pool in cluster.pools:
             ledger.add_pool((cluster.name, pool.name), pool.nodes,
                             tuple(d.count for d in pool.cls.devices))
+    return ledger
+
+
+def _charged_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
+    ledger = _empty_ledger(ctx)
     # Every kept replica of every deployment, at its current spec's cost, gathered per
     # pool in (deployment, cluster, index) order: the order a fresh plan placed them.
     per_pool: dict[tuple[str, str], list[Usage]] = {}
@@ -183,6 +190,49 @@ def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
                 per_pool.setdefault((cluster, pool), []).extend(usages)
     ledger.charge_retained(per_pool)
     return ledger
+
+
+def build_ledger(ctx: Context, states: list[DeploymentState]) -> Ledger:
+    """Capacity left after every kept replica. A previous placement may keep more on a
+    pool than it holds (it was written for more nodes, or by hand): then the replicas
+    that do not fit are not kept (`_drop_overdraw`), so no plan ever renders more than
+    fits, and fill places them again where there is room."""
+    ledger = _charged_ledger(ctx, states)
+    overdrawn = ledger.overdrawn()
+    while overdrawn:
+        _drop_overdraw(ctx, states, set(overdrawn))
+        ledger = _charged_ledger(ctx, states)
+        overdrawn = ledger.overdrawn()
+    return ledger
+
+
+def _drop_overdraw(ctx: Context, states: list[DeploymentState], pools: set[tuple[str, str]]) -> None:
+    """On each overdrawn pool, keep the kept replicas that fit one at a time in
+    (deployment, cluster, index) order, as a fresh plan would place them; drop the rest
+    (a replica fits only if all its charges on overdrawn pools fit)."""
+    probe = _empty_ledger(ctx)
+    unit = "nodes" if ctx.accounting == "Node" else "devices"
+    for st in states:
+        for ident, charges in sorted(st.charges.items()):
+            cluster = ident[0]
+            trial = Trial(probe)
+            short: tuple[int, str] | None = None
+            for pool, usages in charges:
+                if (cluster, pool) in pools:
+                    missing = trial.state((cluster, pool)).try_take(usages)
+                    if missing and short is None:
+                        short = (missing, pool)
+            if short is None:
+                trial.commit()
+                continue
+            rep = next(r for r in st.retained if (r.cluster, r.index) == ident)
+            st.retained.remove(rep)
+            del st.charges[ident]
+            amount = f"{short[0]} {unit if short[0] != 1 else unit.rstrip('s')}"
+            st.dropped.append((rep, f"pool {short[1]} of cluster {cluster} holds less than the previous "
+                                    f"placement kept there (short by {amount}): not kept, placed again "
+                                    "where it fits"))
+            st.overdrawn.append(f"{rep.name} ({cluster}#{rep.index}, pool {short[1]}, short by {amount})")
 
 
 def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
