@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from modelplane.gcpause import gc_paused
 from modelplane.limits import MAX_MANIFEST_FILE_BYTES, MAX_MANIFEST_FILES, MAX_MANIFEST_TOTAL_BYTES
 from modelplane.redact import secret_bearing
 
@@ -117,7 +118,11 @@ def decode_utf8(data: bytes, source: str) -> str:
 
 
 def load_manifests(path: str | Path) -> Fleet:
-    root = Path(path)
+    with gc_paused():
+        return _load_manifests(Path(path))
+
+
+def _load_manifests(root: Path) -> Fleet:
     issues: list[ManifestIssue] = []
     if root.is_dir():
         files, issues = manifest_files(root)
@@ -152,11 +157,13 @@ def _parse(text: str, source: str) -> list[tuple[str, int, object]]:
 
 
 def load_manifest_text(text: str, source: str = "<string>") -> Fleet:
-    return _build(_parse(text, source), [])
+    with gc_paused():
+        return _build(_parse(text, source), [])
 
 
 def load_documents(documents: list[dict], source: str = "<inputs>") -> Fleet:
-    return _build([(source, i, d) for i, d in enumerate(documents)], [])
+    with gc_paused():
+        return _build([(source, i, d) for i, d in enumerate(documents)], [])
 
 
 def _build(docs: list[tuple[str, int, object]], issues: list[ManifestIssue]) -> Fleet:

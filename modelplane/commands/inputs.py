@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from modelplane.gcpause import gc_paused
 from modelplane.limits import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 
@@ -91,8 +92,10 @@ def read_observed(path: str, what: str = "observed capacity") -> dict[str, dict[
 
 def read_previous(path: str) -> FleetPlacement:
     """A previous placement (the `plan --json` schema); ValueError naming the file when malformed."""
-    data = read_json(path, "previous placement")
-    try:
-        return FleetPlacement.from_json(data)
-    except PlacementFormatError as exc:
-        raise ValueError(f"previous placement {path} is not a placement (the `plan --json` output): {exc}") from None
+    with gc_paused():
+        data = read_json(path, "previous placement")
+        try:
+            return FleetPlacement.from_json(data)
+        except PlacementFormatError as exc:
+            raise ValueError(f"previous placement {path} is not a placement (the `plan --json` output): "
+                             f"{exc}") from None
