@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +18,7 @@ import celpy
 import celpy.celtypes as ct
 import lark
 import re2
+from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator, base_functions
 
 from modelplane.celcost import (
@@ -38,6 +39,7 @@ from modelplane.celcost import (
     UNKNOWN,
     CostLimitExceeded,
     Meter,
+    ParseTree,
     charge,
     estimated_cost,
     nesting,
@@ -58,7 +60,7 @@ _SHOWN = 120   # characters of a selector an error message shows
 class CelError(ValueError):
     """A selector that cannot be compiled; the message names the problem and where."""
 
-    def __init__(self, expression: str, message: str, line: int | None = None, column: int | None = None):
+    def __init__(self, expression: str, message: str, line: int | None = None, column: int | None = None) -> None:
         self.expression, self.message, self.line, self.column = expression, message, line, column
         text = f"invalid CEL selector: {message}"
         if line is not None and column is not None:
@@ -85,7 +87,7 @@ class _Wrapped:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.value == other.value
+        return bool(self.value == other.value)
 
     def __ne__(self, other: object) -> bool:
         result = self.__eq__(other)
@@ -120,7 +122,8 @@ def _string(name: str, value: Any) -> str:
 def _quantity_arg(name: str, value: Any) -> Quantity:
     if not isinstance(value, CelQuantity):
         raise _no_overload(name, value)
-    return value.value
+    quantity: Quantity = value.value
+    return quantity
 
 
 def _normalize_arg(name: str, normalize: Any) -> bool:
@@ -128,6 +131,8 @@ def _normalize_arg(name: str, normalize: Any) -> bool:
         raise _no_overload(name, normalize)
     return bool(normalize)
 
+
+_TRUE, _FALSE = ct.BoolType(True), ct.BoolType(False)  # noqa: FBT003 - CEL's booleans
 
 # Selectors re-parse the same literals on every evaluation; results are immutable.
 _parse_quantity = functools.lru_cache(maxsize=4096)(Quantity.parse)
@@ -141,27 +146,27 @@ def _is_quantity(text: Any) -> ct.BoolType:
     try:
         Quantity.parse(_string("isQuantity", text))
     except QuantityError:
-        return ct.BoolType(False)
-    return ct.BoolType(True)
+        return _FALSE
+    return _TRUE
 
 
-def _cel_semver(text: Any, normalize: Any = ct.BoolType(False)) -> CelSemver:
+def _cel_semver(text: Any, normalize: Any = _FALSE) -> CelSemver:
     return CelSemver(Semver.parse(_string("semver", text), _normalize_arg("semver", normalize)))
 
 
-def _is_semver(text: Any, normalize: Any = ct.BoolType(False)) -> ct.BoolType:
+def _is_semver(text: Any, normalize: Any = _FALSE) -> ct.BoolType:
     try:
         Semver.parse(_string("isSemver", text), _normalize_arg("isSemver", normalize))
     except SemverError:
-        return ct.BoolType(False)
-    return ct.BoolType(True)
+        return _FALSE
+    return _TRUE
 
 
 def _compare(name: str, left: Any, right: Any) -> int:
     if isinstance(left, CelQuantity) and isinstance(right, CelQuantity):
-        return left.value.compare_to(right.value)
+        return int(left.value.compare_to(right.value))
     if isinstance(left, CelSemver) and isinstance(right, CelSemver):
-        return left.value.compare_to(right.value)
+        return int(left.value.compare_to(right.value))
     raise _no_overload(name, left, right)
 
 
@@ -278,26 +283,34 @@ def _charged(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # Every function a selector can call, each charging its cost before it runs.
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    name: _charged(name, function)
-    for name, function in {**base_functions, **EXTENSIONS, "matches": _matches}.items()
-}
+def _all_functions() -> dict[str, Callable[..., Any]]:
+    functions: dict[str, Callable[..., Any]] = dict(base_functions)
+    functions.update(EXTENSIONS)
+    functions["matches"] = _matches
+    return {name: _charged(name, function) for name, function in functions.items()}
+
+
+FUNCTIONS = _all_functions()
 
 
 # --- evaluation --------------------------------------------------------------------------
 
-def _bind_parts(tree: lark.Tree) -> tuple[lark.Tree, ...] | None:
+def _children(node: object) -> list[Any]:
+    return list(node.children) if isinstance(node, lark.Tree) else []
+
+
+def _bind_parts(tree: ParseTree) -> tuple[Any, ...] | None:
     """The (variable, init, body) of a `cel.bind(...)` call, else None."""
     receiver = tree.children[0]
-    if tree.children[1].value != "bind" or len(tree.children) != 3:
+    if str(tree.children[1]) != "bind" or len(tree.children) != 3:
         return None
     ident = _simple_ident(receiver)
-    if ident is None or ident.value != "cel":
+    if ident is None or str(ident) != "cel":
         return None
-    return tuple(tree.children[2].children)
+    return tuple(_children(tree.children[2]))
 
 
-def _eval_error(message: str, tree: lark.Tree) -> CELEvalError:
+def _eval_error(message: str, tree: ParseTree) -> CELEvalError:
     return CELEvalError(message, TypeError, (message,), tree=tree)
 
 
@@ -307,52 +320,52 @@ class _Evaluator(Evaluator):
     cel-go's runtime cost charged to the evaluation's meter (modelplane.celcost): nodes
     here, functions in `FUNCTIONS`."""
 
-    def sub_evaluator(self, ast: lark.Tree) -> Evaluator:
+    def sub_evaluator(self, ast: ParseTree) -> Evaluator:
         return _Evaluator(ast, activation=self.activation)
 
-    def primary(self, tree: lark.Tree) -> Any:
-        kind = tree.children[0].data
+    def primary(self, tree: ParseTree) -> Any:
+        kind = getattr(tree.children[0], "data", None)
         if kind in ("ident", "dot_ident"):
             charge(SELECT_COST)
         elif kind == "list_lit":
             charge(LIST_CREATE_COST)
         elif kind == "map_lit":
             charge(MAP_CREATE_COST)
-        elif kind == "ident_arg" and tree.children[0].children[0].value in ("has", "dyn"):
+        elif kind == "ident_arg" and str(_children(tree.children[0])[0]) in ("has", "dyn"):
             charge(CALL_COST)   # every other call is charged by its function in FUNCTIONS
         return super().primary(tree)
 
-    def member_dot(self, tree: lark.Tree) -> Any:
+    def member_dot(self, tree: ParseTree) -> Any:
         charge(SELECT_COST)
         return super().member_dot(tree)
 
-    def member_dot_arg(self, tree: lark.Tree) -> Any:
+    def member_dot_arg(self, tree: ParseTree) -> Any:
         parts = _bind_parts(tree)
         if parts is not None:
             return self._bind(*parts)
-        name = tree.children[1].value
+        name = str(tree.children[1])
         if name in MACROS:
             return self._comprehension(name, tree)
         return super().member_dot_arg(tree)
 
-    def _bind(self, var_tree: lark.Tree, init_tree: lark.Tree, body_tree: lark.Tree) -> Any:
+    def _bind(self, var_tree: ParseTree, init_tree: ParseTree, body_tree: ParseTree) -> Any:
         charge(BIND_COST)
         init = self.visit(init_tree)
         if isinstance(init, CELEvalError):
             return init
         try:
-            return self.sub_evaluator(body_tree).evaluate({_simple_ident(var_tree).value: init})
+            return self.sub_evaluator(body_tree).evaluate({_ident_name(var_tree): init})
         except CELEvalError as error:
             return error
 
-    def _comprehension(self, name: str, tree: lark.Tree) -> Any:
-        target = self.visit(tree.children[0])
+    def _comprehension(self, name: str, tree: ParseTree) -> Any:
+        target = self.visit(_subtree(tree.children[0]))
         if isinstance(target, CELEvalError):
             return target
         if not isinstance(target, (ct.ListType, ct.MapType)):
             return _eval_error(f"no such overload: {type(target).__name__}.{name}()", tree)
-        var_tree, body_tree = tree.children[2].children
-        var = _simple_ident(var_tree).value
+        var_tree, body_tree = _children(tree.children[2])
+        var = _ident_name(var_tree)
         body = self.sub_evaluator(body_tree)
         step = MACRO_STEP_COST[name]
         charge(MACRO_BASE_COST[name])
@@ -406,28 +419,47 @@ def _simple_ident(tree: Any) -> lark.Token | None:
     """The identifier token if `tree` is nothing but a bare name."""
     while isinstance(tree, lark.Tree) and len(tree.children) == 1:
         if tree.data == "ident":
-            return tree.children[0]
+            child = tree.children[0]
+            return child if isinstance(child, lark.Token) else None
         tree = tree.children[0]
     return None
 
 
-def _is_constant(tree: lark.Tree) -> bool:
+def _ident_name(tree: Any) -> str:
+    """The bound variable of a comprehension or cel.bind (checked at compile)."""
+    token = _simple_ident(tree)
+    return str(token) if token is not None else ""
+
+
+def _subtree(node: object) -> ParseTree:
+    if not isinstance(node, lark.Tree):
+        raise TypeError(f"expected a tree, got {type(node).__name__}")
+    return node
+
+
+def _token(node: object) -> lark.Token:
+    if not isinstance(node, lark.Token):
+        raise TypeError(f"expected a token, got {type(node).__name__}")
+    return node
+
+
+def _is_constant(tree: ParseTree) -> bool:
     dynamic = {"ident", "ident_arg", "member_dot", "member_dot_arg", "dot_ident", "dot_ident_arg"}
     return not any(node.data in dynamic for node in tree.iter_subtrees())
 
 
-def _call_sites(ast: lark.Tree):
+def _call_sites(ast: ParseTree) -> Iterator[tuple[lark.Token, list[Any], Any]]:
     """Yields (name token, argument trees, receiver tree or None) for each call."""
     for node in ast.iter_subtrees():
         if node.data == "ident_arg":
-            args = node.children[1].children if len(node.children) > 1 else []
-            yield node.children[0], list(args), None
+            args = _children(node.children[1]) if len(node.children) > 1 else []
+            yield _token(node.children[0]), args, None
         elif node.data == "member_dot_arg":
-            args = node.children[2].children if len(node.children) > 2 else []
-            yield node.children[1], list(args), node.children[0]
+            args = _children(node.children[2]) if len(node.children) > 2 else []
+            yield _token(node.children[1]), args, node.children[0]
 
 
-def _check_regex(expression: str, name: lark.Token, args: list) -> None:
+def _check_regex(expression: str, name: lark.Token, args: list[Any]) -> None:
     """A constant pattern of `matches` must be RE2 (cel-go compiles it with the program)."""
     if not args or not _is_constant(args[-1]):
         return
@@ -443,7 +475,7 @@ def _check_regex(expression: str, name: lark.Token, args: list) -> None:
                            name.line, name.column) from None
 
 
-def _check_literal(expression: str, name: lark.Token, args: list) -> None:
+def _check_literal(expression: str, name: lark.Token, args: list[Any]) -> None:
     """Reject `quantity("80GB")`-style typos now rather than at every evaluation."""
     if name.value not in ("quantity", "semver") or not all(_is_constant(a) for a in args):
         return
@@ -456,7 +488,7 @@ def _check_literal(expression: str, name: lark.Token, args: list) -> None:
         pass  # a wrong argument type is reported as a non-match at evaluation
 
 
-def _check_macro(expression: str, name: lark.Token, args: list, receiver: Any) -> str:
+def _check_macro(expression: str, name: lark.Token, args: list[Any], receiver: Any) -> str:
     """Validates a comprehension or `cel.bind` call; returns the variable it binds."""
     is_bind = name.value == "bind"
     if is_bind:
@@ -469,10 +501,10 @@ def _check_macro(expression: str, name: lark.Token, args: list, receiver: Any) -
         label = "cel.bind" if is_bind else name.value
         raise CelError(expression, f"{label}() takes a variable name and {want - 1} expression(s)",
                        name.line, name.column)
-    return var.value
+    return str(var)
 
 
-def _check_call(expression: str, name: lark.Token, args: list, receiver: Any) -> None:
+def _check_call(expression: str, name: lark.Token, args: list[Any], receiver: Any) -> None:
     fn, total = name.value, len(args) + (receiver is not None)
     if fn in ("has", "dyn") and receiver is None:
         if total != 1:
@@ -492,28 +524,29 @@ def _check_call(expression: str, name: lark.Token, args: list, receiver: Any) ->
                        f"{', '.join(sorted(EXTENSIONS))}", name.line, name.column)
 
 
-def _check_names(expression: str, ast: lark.Tree) -> None:
+def _check_names(expression: str, ast: ParseTree) -> None:
     """Unknown functions, wrong arity, bad literals and undeclared variables."""
     bound: set[str] = set()
     bind_receivers: set[tuple[int, int]] = set()
     for name, args, receiver in _call_sites(ast):
         if receiver is not None and (name.value in _COMPREHENSIONS or name.value == "bind"):
             bound.add(_check_macro(expression, name, args, receiver))
-            if name.value == "bind":
-                cel = _simple_ident(receiver)
-                bind_receivers.add((cel.line, cel.column))
+            cel = _simple_ident(receiver) if name.value == "bind" else None
+            if cel is not None:
+                bind_receivers.add((cel.line or 0, cel.column or 0))
         else:
             _check_call(expression, name, args, receiver)
     allowed = _VARIABLES | bound | _BUILTINS
     for node in ast.iter_subtrees():
         token = node.children[0] if node.data == "ident" else None
-        if token is None or token.value in allowed or (token.line, token.column) in bind_receivers:
+        if not isinstance(token, lark.Token) or token.value in allowed \
+                or (token.line or 0, token.column or 0) in bind_receivers:
             continue
         raise CelError(expression, f"undeclared reference to {token.value!r} (the only variable is 'device')",
                        token.line, token.column)
 
 
-def _syntax_error(expression: str, error: celpy.CELParseError) -> CelError:
+def _syntax_error(expression: str, error: CELParseError) -> CelError:
     cause = error.__context__
     if isinstance(cause, lark.exceptions.UnexpectedToken):
         found = cause.token
@@ -523,7 +556,7 @@ def _syntax_error(expression: str, error: celpy.CELParseError) -> CelError:
             return CelError(expression, "syntax error: unexpected end of expression", line, column)
         what = f"unexpected {found.value!r}"
     elif isinstance(cause, lark.exceptions.UnexpectedCharacters):
-        what = f"unexpected character {expression[cause.pos_in_stream]!r}"
+        what = f"unexpected character {expression[cause.pos_in_stream or 0]!r}"
     else:
         what = "syntax error"
     if ".?" in expression:
@@ -553,7 +586,7 @@ def _compile(expression: str) -> CompiledSelector | CelError:
                         "Kubernetes allows for a device selector (CELSelectorExpressionMaxLength)")
     try:
         ast = _ENV.compile(expression)
-    except celpy.CELParseError as error:
+    except CELParseError as error:
         return _syntax_error(expression, error)
     depth = nesting(ast)
     if depth > MAX_NESTING:
@@ -616,7 +649,8 @@ def _capacity_value(key: str, raw: Any) -> Quantity:
     if isinstance(value, Quantity):
         return value
     try:
-        return Quantity.parse(value)
+        text: Any = value   # Quantity.parse refuses a non-string with a QuantityError
+        return Quantity.parse(text)
     except QuantityError as error:
         raise ValueError(f"capacity {key!r}: {error}") from None
 
@@ -633,7 +667,7 @@ def _to_cel(value: Any) -> Any:
     return CelQuantity(value)
 
 
-def _by_domain(driver: str, raw: Mapping[str, Any], convert: Callable[[str, Any], Any]) -> dict:
+def _by_domain(driver: str, raw: Mapping[str, Any], convert: Callable[[str, Any], Any]) -> dict[str, dict[str, Any]]:
     domains: dict[str, dict[str, Any]] = {}
     for key in sorted(raw):
         domain, _, name = key.partition("/") if "/" in key else (driver, "", key)
@@ -666,7 +700,7 @@ class DeviceView:
 
     def __hash__(self) -> int:
         # Explicit because the mapping fields are not hashable; lets callers key dicts by view.
-        def frozen(domains: Mapping[str, Mapping[str, Any]]) -> frozenset:
+        def frozen(domains: Mapping[str, Mapping[str, Any]]) -> frozenset[tuple[str, frozenset[tuple[str, Any]]]]:
             return frozenset((d, frozenset(names.items())) for d, names in domains.items())
         return hash((self.driver, frozen(self.attributes), frozen(self.capacity)))
 
@@ -735,19 +769,19 @@ def evaluate_selector(compiled: CompiledSelector, device: DeviceView, limit: int
     try:
         value = compiled.evaluate(device)
     except CostLimitExceeded as exceeded:
-        return SelectorResult(False, str(exceeded), meter.spent)
+        return SelectorResult(matched=False, error=str(exceeded), cost=meter.spent)
     except CELEvalError as error:
-        return SelectorResult(False, _describe(error), meter.spent)
+        return SelectorResult(matched=False, error=_describe(error), cost=meter.spent)
     except RecursionError:
-        return SelectorResult(False, "nested too deeply to evaluate", meter.spent)
+        return SelectorResult(matched=False, error="nested too deeply to evaluate", cost=meter.spent)
     except Exception as error:  # noqa: BLE001 - celpy surfaces some user errors as plain exceptions
-        return SelectorResult(False, f"{type(error).__name__}: {error}", meter.spent)
+        return SelectorResult(matched=False, error=f"{type(error).__name__}: {error}", cost=meter.spent)
     finally:
         METER.reset(token)
     if isinstance(value, (ct.BoolType, bool)):
-        return SelectorResult(bool(value), None, meter.spent)
+        return SelectorResult(matched=bool(value), cost=meter.spent)
     kind = type(value).__name__.removesuffix("Type").lower()
-    return SelectorResult(False, f"the result is {kind!r}, not 'bool'", meter.spent)
+    return SelectorResult(matched=False, error=f"the result is {kind!r}, not 'bool'", cost=meter.spent)
 
 
 def selector_matches(compiled: CompiledSelector, device: DeviceView) -> bool:

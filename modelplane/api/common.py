@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, ClassVar
+from collections.abc import Callable
+from typing import Annotated, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -54,16 +55,20 @@ class ApiModel(BaseModel):
         validate_assignment=False,
     )
 
-    def to_manifest(self) -> dict:
+    def to_manifest(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def check_unique(items: list, what: str, key=lambda item: item.name) -> list:
+def _name_of(item: Any) -> object:
+    return item.name
+
+
+def check_unique(items: list[Any], what: str, key: Callable[[Any], object] = _name_of) -> list[Any]:
     """List-maps keyed by name, as in the reference's XRDs: a duplicate key is an error."""
     names = [key(item) for item in items]
-    dupes = sorted({n for n in names if n is not None and names.count(n) > 1})
+    dupes = sorted({str(n) for n in names if n is not None and names.count(n) > 1})
     if dupes:
-        raise ValueError(f"{what} must be unique; {', '.join(map(str, dupes))} appears more than once")
+        raise ValueError(f"{what} must be unique; {', '.join(dupes)} appears more than once")
     return items
 
 
@@ -98,7 +103,8 @@ def check_qualified_name(key: str) -> None:
     """A label/annotation key: optional DNS-subdomain prefix, '/', name of <= 63 chars."""
     prefix, _, name = key.rpartition("/")
     if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.fullmatch(prefix)):
-        raise ValueError(f"key {quoted(key)} has an invalid prefix {quoted(prefix)}; use a DNS subdomain like 'example.org'")
+        raise ValueError(f"key {quoted(key)} has an invalid prefix {quoted(prefix)}; use a DNS subdomain "
+                         "like 'example.org'")
     if not name or len(name) > 63 or not _LABEL_NAME.fullmatch(name):
         raise ValueError(
             f"key {quoted(key)} is not a qualified name; the part after '/' must be 1-63 "
@@ -106,7 +112,7 @@ def check_qualified_name(key: str) -> None:
         )
 
 
-def check_user_labels(labels: dict[str, str], what: str, values_are_labels: bool = True) -> dict[str, str]:
+def check_user_labels(labels: dict[str, str], what: str, *, values_are_labels: bool = True) -> dict[str, str]:
     if len(labels) > 32:
         raise ValueError(f"{what} has {len(labels)} entries; at most 32 are allowed")
     for key, value in labels.items():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -101,20 +101,22 @@ class ClusterSource(ApiModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _default_blocks(cls, data):
+    def _default_blocks(cls, data: Any) -> Any:
         # Kind and Nebius blocks may be empty; the reference allows `nebius: {}`.
         if isinstance(data, dict) and data.get("source") in ("Kind",) and data.get("kind") is None:
             data = {**data, "kind": {}}
         return data
 
     @model_validator(mode="after")
-    def _block(self) -> "ClusterSource":
+    def _block(self) -> ClusterSource:
         block = _block_field(self.source)
         if getattr(self, block) is None:
             raise ValueError(f"cluster.{_camel(block)} is required when source is {self.source}")
-        others = [_block_field(s) for s in SOURCES if _block_field(s) != block and getattr(self, _block_field(s)) is not None]
+        others = [_block_field(s) for s in SOURCES
+                  if _block_field(s) != block and getattr(self, _block_field(s)) is not None]
         if others:
-            raise ValueError(f"cluster.{_camel(others[0])} is set but source is {self.source}; remove it or change source")
+            raise ValueError(f"cluster.{_camel(others[0])} is set but source is {self.source}; "
+                             "remove it or change source")
         return self
 
 
@@ -144,7 +146,7 @@ class Fabric(ApiModel):
     infiniband: InfinibandFabric | None = None
 
     @model_validator(mode="after")
-    def _ib_block(self) -> "Fabric":
+    def _ib_block(self) -> Fabric:
         if self.infiniband is not None and self.type != "InfiniBand":
             raise ValueError("fabric.infiniband is only allowed when fabric.type is InfiniBand")
         return self
@@ -165,7 +167,7 @@ class PoolLabel(ApiModel):
     node_selector: LabelSelector | None = None
 
     @model_validator(mode="after")
-    def _selector(self) -> "PoolLabel":
+    def _selector(self) -> PoolLabel:
         if self.mode == "Apply" and not (self.node_selector and self.node_selector.match_labels):
             raise ValueError(
                 "poolLabel.mode Apply needs poolLabel.nodeSelector.matchLabels naming the pool's nodes "
@@ -194,7 +196,7 @@ class NodePool(ApiModel):
         return check_label_value(value, "node pool name")
 
     @model_validator(mode="after")
-    def _class(self) -> "NodePool":
+    def _class(self) -> NodePool:
         if self.role != "System" and not self.class_name:
             raise ValueError(f"node pool {self.name!r} needs className (the InferenceClass of its nodes)")
         return self

@@ -24,7 +24,7 @@ class TraefikSettings(ApiModel):
     metallb: Metallb | None = None
 
     @model_validator(mode="after")
-    def _metallb(self) -> "TraefikSettings":
+    def _metallb(self) -> TraefikSettings:
         if self.load_balancer == "MetalLB" and self.metallb is None:
             raise ValueError("traefik.metallb.addressPool is required when loadBalancer is MetalLB")
         return self
@@ -53,9 +53,10 @@ class InferenceGatewaySpec(ApiModel):
     service_selector: LabelSelector | None = None
 
     @model_validator(mode="after")
-    def _traefik(self) -> "InferenceGatewaySpec":
+    def _traefik(self) -> InferenceGatewaySpec:
         if self.backend == "Traefik" and self.traefik is None:
-            raise ValueError("traefik (with version, the Traefik Helm chart version) is required when backend is Traefik")
+            raise ValueError("traefik (with version, the Traefik Helm chart version) is required when "
+                             "backend is Traefik")
         return self
 
 

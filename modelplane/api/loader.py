@@ -7,6 +7,7 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -55,7 +56,7 @@ class ManifestIssue:
 class ManifestError(ValueError):
     """One or more manifests are invalid; nothing from the set may be applied."""
 
-    def __init__(self, issues: list[ManifestIssue]):
+    def __init__(self, issues: list[ManifestIssue]) -> None:
         self.issues = issues
         lines = [f"{len(issues)} invalid manifest field(s); nothing was applied:"] + [f"  - {i}" for i in issues]
         super().__init__("\n".join(lines))
@@ -161,7 +162,7 @@ def load_manifest_text(text: str, source: str = "<string>") -> Fleet:
         return _build(_parse(text, source), [])
 
 
-def load_documents(documents: list[dict], source: str = "<inputs>") -> Fleet:
+def load_documents(documents: list[dict[str, Any]], source: str = "<inputs>") -> Fleet:
     with gc_paused():
         return _build([(source, i, d) for i, d in enumerate(documents)], [])
 
@@ -190,10 +191,12 @@ def _display(obj: KindObject) -> str:
 
 def _validate(file: str, index: int, doc: object, issues: list[ManifestIssue]) -> KindObject | None:
     if not isinstance(doc, dict):
-        issues.append(ManifestIssue(file, index, "", "", "", "a manifest must be a mapping with apiVersion, kind, metadata, spec"))
+        issues.append(ManifestIssue(file, index, "", "", "",
+                                    "a manifest must be a mapping with apiVersion, kind, metadata, spec"))
         return None
     kind = shortened(str(doc.get("kind", "")))
-    meta = doc.get("metadata") if isinstance(doc.get("metadata"), dict) else {}
+    raw_meta = doc.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     name = shortened(str(meta.get("name", "")))
     api_version = doc.get("apiVersion")
     if api_version != API_VERSION:
@@ -222,11 +225,11 @@ def _validate(file: str, index: int, doc: object, issues: list[ManifestIssue]) -
         for err in exc.errors():
             loc = err["loc"]
             issues.append(ManifestIssue(file, index, kind, display, _path(loc),
-                                        _message(model, err, secret_bearing(loc))))
+                                        _message(model, err, secret=secret_bearing(loc))))
         return None
 
 
-def _path(loc: tuple) -> str:
+def _path(loc: tuple[str | int, ...]) -> str:
     out = ""
     for part in loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -237,7 +240,7 @@ def _path(loc: tuple) -> str:
 _OBJECT_EXPECTED = {"model_type", "model_attributes_type", "dict_type"}
 
 
-def _message(model: type[BaseModel], err: ErrorDetails, secret: bool) -> str:
+def _message(model: type[BaseModel], err: ErrorDetails, *, secret: bool) -> str:
     """What is wrong and the fix. At a secret-bearing path (modelplane.redact) the input
     is never quoted; elsewhere it is, shortened."""
     kind, msg, loc = err["type"], err["msg"], err["loc"]
@@ -263,7 +266,7 @@ def _message(model: type[BaseModel], err: ErrorDetails, secret: bool) -> str:
     return msg
 
 
-def _fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
+def _fields_at(model: type[BaseModel], loc: tuple[str | int, ...]) -> list[str]:
     """Walk the model's annotations along an error location to list the valid field names there."""
     current: object = model
     for part in loc:

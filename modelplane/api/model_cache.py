@@ -52,7 +52,7 @@ class ModelCacheSpec(ApiModel):
     cluster_selector: LabelSelector | None = None
 
     @model_validator(mode="after")
-    def _block(self) -> "ModelCacheSpec":
+    def _block(self) -> ModelCacheSpec:
         if self.hugging_face is None:
             raise ValueError("huggingFace is required when source is HuggingFace (repo, revision, sizeGiB)")
         return self

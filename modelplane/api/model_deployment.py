@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -115,7 +115,7 @@ class Member(ApiModel):
     template: PodTemplate
 
     @model_validator(mode="after")
-    def _worker_block(self) -> "Member":
+    def _worker_block(self) -> Member:
         if self.worker is not None and self.role != "Worker":
             raise ValueError(f"worker is only allowed on role Worker (this member is {self.role})")
         return self
@@ -142,7 +142,7 @@ class Engine(ApiModel):
         return check_dns_label(value, "engine name")
 
     @model_validator(mode="after")
-    def _members(self) -> "Engine":
+    def _members(self) -> Engine:
         roles = [m.role for m in self.members]
         if roles not in (["Standalone"], ["Leader", "Worker"], ["Worker", "Leader"]):
             raise ValueError(
@@ -167,7 +167,7 @@ class Toleration(ApiModel):
     effect: Literal["NoSchedule", "NoExecute"] | None = None
 
     @model_validator(mode="after")
-    def _rules(self) -> "Toleration":
+    def _rules(self) -> Toleration:
         if self.operator == "Equal" and not self.key:
             raise ValueError("a toleration with operator Equal needs a key; use operator Exists to match any key")
         if self.operator == "Exists" and self.value:
@@ -187,7 +187,7 @@ class DeploymentSpecInner(ApiModel):
     tolerations: list[Toleration] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _engines(self) -> "DeploymentSpecInner":
+    def _engines(self) -> DeploymentSpecInner:
         check_unique(self.engines, "engine names")
         phases = sorted(e.phase for e in self.engines if e.phase)
         if self.mode == "PrefillDecode":

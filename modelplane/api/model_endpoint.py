@@ -7,7 +7,7 @@ OpenAI-compatible SaaS. Both the v0.3.1 form (url, rewritePath) and the newer fo
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, ClassVar
+from typing import Annotated, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -57,15 +57,16 @@ class ModelEndpointSpec(ApiModel):
         return value
 
     @model_validator(mode="after")
-    def _form(self) -> "ModelEndpointSpec":
+    def _form(self) -> ModelEndpointSpec:
         if bool(self.url) == bool(self.origin):
-            raise ValueError("set exactly one of url (with optional rewritePath) or origin (with api, model, credential)")
+            raise ValueError("set exactly one of url (with optional rewritePath) or origin (with api, model, "
+                             "credential)")
         field = "url" if self.url else "origin"
         target = self.url or self.origin or ""
         shown = redact_url(target)
         try:
             parts = urlsplit(target)
-            parts.port
+            _ = parts.port   # raises ValueError for a port that is not a number
         except ValueError:
             raise ValueError(f"spec.{field} {quoted(shown)} is not a valid URL (check the host and the port); "
                              "e.g. https://api.together.xyz") from None
@@ -81,7 +82,7 @@ class ModelEndpointSpec(ApiModel):
         """Where OpenAI-style `/v1/...` requests are sent."""
         if self.origin:
             return self.origin.rstrip("/") + (self.api.prefix if self.api else "/v1")
-        return self.url.rstrip("/")
+        return (self.url or "").rstrip("/")
 
     @property
     def api_key_secret(self) -> SecretRefWithKey | None:

@@ -16,8 +16,8 @@ document index and line, and never quotes a value (only key names and tags).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 import yaml

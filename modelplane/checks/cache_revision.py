@@ -8,7 +8,7 @@ and a custom command line that names the repo without one."""
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from .context import CheckContext
 from .engine_args import flag_value, served_model

@@ -4,7 +4,7 @@ it (mission: silent failure 9; k8s-api-shapes.md §1.1, §1.9)."""
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from .context import CheckContext
 from .findings import MANDATORY, Finding

@@ -4,7 +4,8 @@ a manifest, a pod spec, or a plain (unencrypted) Pulumi input."""
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from modelplane.redact import secret_like
 

@@ -140,7 +140,7 @@ def matches(expr, device=H100):
                      id="cel-bind"),
         pytest.param(f'cel.bind(g, {NV}, g.architecture == "Hopper")', A100, False, id="cel-bind-no-match"),
         pytest.param(f'{NV}.exists(k, k == "architecture")', H100, True, id="exists-macro"),
-        pytest.param(f'[1, 2].all(i, cel.bind(j, i + 1, j > i))', H100, True, id="cel-bind-inside-macro"),
+        pytest.param('[1, 2].all(i, cel.bind(j, i + 1, j > i))', H100, True, id="cel-bind-inside-macro"),
     ],
 )
 def test_selector(expr, device, expected):

@@ -1,7 +1,6 @@
 import pytest
 
 from modelplane.api import ManifestError
-
 from modelplane.checks import ProgramResource, run_checks
 from modelplane.checks.secrets import SecretString, resource_findings, secret_like
 
@@ -51,7 +50,8 @@ def test_literal_token_in_an_engine_env_fails():
 
 
 def test_api_key_from_a_config_map_fails():
-    env = "                - name: OPENAI_API_KEY\n                  valueFrom: {configMapKeyRef: {name: keys, key: openai}}\n"
+    env = ("                - name: OPENAI_API_KEY\n"
+           "                  valueFrom: {configMapKeyRef: {name: keys, key: openai}}\n")
     assert messages(base(deployment=with_env(env)), "secrets") == [
         HEAD + "env[0].valueFrom.configMapKeyRef: environment variable OPENAI_API_KEY of engine 'vllm' comes "
         "from a ConfigMap, which is stored and shown in plain text. " + ENV_FIX
