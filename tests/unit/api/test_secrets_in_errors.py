@@ -8,6 +8,8 @@ import pytest
 from modelplane.api import ManifestError, load_manifest_text
 from modelplane.redact import redact_url, secret_bearing
 
+from .test_loader import CACHE as LOADER_CACHE
+
 SECRET = "sk-THE-SECRET-4242"
 HF_TOKEN = "hf_" + "A1b2C3d4" * 5
 
@@ -20,17 +22,9 @@ spec:
   credential: %s
 """
 
-CACHE = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelCache
-metadata: {name: qwen, namespace: ml-team}
-spec:
-  source: HuggingFace
-  huggingFace:
-    repo: %s
-    sizeGiB: 10
-    %s
-"""
+# test_loader's ModelCache with the repo and the authSecret line to fill in
+CACHE = (LOADER_CACHE.replace("repo: Qwen/Qwen2.5-7B-Instruct", "repo: %s")
+         .replace("    authSecret: {name: hf}\n", "    %s\n"))
 
 CLUSTER = """
 apiVersion: modelplane.ai/v1alpha1
@@ -97,7 +91,7 @@ def test_1b_a_plain_secret_where_a_reference_belongs_says_the_fix():
 
 
 def test_1b_values_elsewhere_are_still_quoted_and_shortened():
-    message = load_error((CACHE % ("Qwen/Qwen3-0.6B", "")).replace("sizeGiB: 10", "sizeGiB: 0"))
+    message = load_error((CACHE % ("Qwen/Qwen3-0.6B", "")).replace("sizeGiB: 40", "sizeGiB: 0"))
     assert "at spec.huggingFace.sizeGiB: Input should be greater than or equal to 1 (got 0)" in message
     long_name = "x" * 300
     message = load_error(CACHE.replace("name: qwen", f"name: {long_name}") % ("Qwen/Qwen3-0.6B", ""))
