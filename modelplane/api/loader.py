@@ -100,15 +100,14 @@ def _read_text(file: Path, budget: int) -> tuple[str, int]:
     except OSError as exc:
         raise ManifestError([_file_issue(str(file), f"cannot read this file: {exc.strerror or exc}")]) from None
     if len(data) > limit:
-        which = ("the manifest file size limit" if limit == MAX_MANIFEST_FILE_BYTES
-                 else "the limit for all manifest files together")
-        raise ManifestError([_file_issue(str(file), f"larger than {limit} bytes ({which}, see "
-                                         "modelplane/limits.py); split the fleet or remove what is not a "
-                                         "manifest")])
-    return decode_utf8(data, str(file)), len(data)
+        what = (f"larger than {limit} bytes" if limit == MAX_MANIFEST_FILE_BYTES
+                else f"past the {MAX_MANIFEST_TOTAL_BYTES} bytes all manifest files may hold together")
+        raise ManifestError([_file_issue(str(file), f"{what} (see modelplane/limits.py); split the fleet or "
+                                         "remove what is not a manifest")])
+    return _decode_utf8(data, str(file)), len(data)
 
 
-def decode_utf8(data: bytes, source: str) -> str:
+def _decode_utf8(data: bytes, source: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
