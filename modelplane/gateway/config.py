@@ -27,12 +27,23 @@ The egress part carries the key, so it is a separate dict meant for a Secret.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Any
 
 from modelplane.routing import Credential, Endpoint, WeightedBackend, cluster_weights
 
 WEB = "web"
+
+Config = dict[str, Any]  # plain Traefik configuration, dumped as YAML
+
+# What the control plane retries on another cluster: the workload gateway's own 503 "no
+# available server" in the window before that cluster is marked down, and 502/504.
+CONTROL_PLANE_RETRY_STATUS = ("502-504",)
+# What the other hops retry: Traefik's own 502, i.e. the engine (or provider) took the
+# request and failed before answering (a crash mid-request), which the network-error
+# retry cannot cover because the request was already written.
+HOP_RETRY_STATUS = ("502",)
 
 
 @dataclass(frozen=True)
@@ -41,7 +52,12 @@ class Tuning:
     health_timeout: str = "300ms"
     retry_attempts: int = 3
     retry_initial_interval: str = "20ms"
-    retry_max_body: int = 4 * 1024 * 1024  # larger bodies are still served, just not retried on 5xx
+    # Request bodies up to this size are read into memory before being forwarded, on
+    # every hop. Traefik 3.7 allocates this many bytes for every request whatever its
+    # size (traefik#12667's reusable request), so it is a per-request cost: 4 MiB took
+    # ~5 ms a request (docs/data-path.md, Benchmark). Larger bodies are still served,
+    # streamed, without the 5xx retry.
+    retry_max_body: int = 64 * 1024
     # Off only to measure what it costs (benchmarks/gateway.py); without it, requests
     # sent to a cluster in the window before it is marked down fail.
     retry_on_5xx: bool = True
@@ -64,22 +80,30 @@ def _id(*parts: str) -> str:
     return "-".join(re.sub(r"[^a-zA-Z0-9-]", "-", p) for p in parts)
 
 
-def _health(path: str, t: Tuning) -> dict:
+def _health(path: str, t: Tuning) -> Config:
     return {"path": path, "interval": t.health_interval, "timeout": t.health_timeout}
 
 
-def _retry(t: Tuning, statuses: bool = False) -> dict:
+def _retry(t: Tuning, statuses: Sequence[str]) -> Config:
     """Retries re-run the weighted pick, so a retried request lands on another child.
 
     Network errors (connection refused/reset) cover an engine that died before its
-    health check noticed. On the control plane, `statuses` also retries 502-504: a
-    workload gateway whose replicas were just marked down answers 503 for the short
-    window before the control plane's own health check marks that whole cluster down.
-    POST bodies are buffered (up to `max_body`) so the retry can resend them.
+    health check noticed; `statuses` are retried too (CONTROL_PLANE_RETRY_STATUS,
+    HOP_RETRY_STATUS).
+
+    With statuses, the POST body is read into memory first (up to `retry_max_body`) so a
+    retry can resend it. That buffering is also what keeps streams whole: Traefik's Go
+    HTTP/1 server closes a request body as soon as the response headers are written,
+    and Go's client transport reads the body once more after sending its last byte (to
+    check for extra data). An engine that answers fast enough wins that race, the
+    transport sees "invalid Read on closed Body" and closes the engine connection in
+    the middle of the response: a stream cut after its headers, ~1 in 1,000 under CPU
+    load. A buffered body is an in-memory reader the server cannot close.
+    (test_streams_through_both_hops_are_never_cut_while_health_flaps.)
     """
-    cfg: dict = {"attempts": t.retry_attempts, "initialInterval": t.retry_initial_interval}
+    cfg: Config = {"attempts": t.retry_attempts, "initialInterval": t.retry_initial_interval}
     if statuses:
-        cfg.update({"status": ["502-504"], "retryNonIdempotentMethod": True,
+        cfg.update({"status": list(statuses), "retryNonIdempotentMethod": True,
                     "maxRequestBodyBytes": t.retry_max_body})
     return {"retry": cfg}
 
@@ -94,7 +118,7 @@ def tier_health_path(route: ServiceRoute, priority: int) -> str:
     return f"{route.prefix}/health/p{priority}"
 
 
-def _failover_chain(base: str, tier_names: list[str], services: dict) -> str:
+def _failover_chain(base: str, tier_names: list[str], services: Config) -> str:
     """Lower priority numbers are preferred; each higher tier is the fallback of the
     chain below it and takes traffic only once everything below it is down."""
     top = tier_names[-1]
@@ -123,7 +147,7 @@ def control_plane_config(
     cluster_gateways: Mapping[str, str],
     egress_urls: Mapping[tuple[str, str], str] | None = None,
     tuning: Tuning = Tuning(),
-) -> dict:
+) -> Config:
     """Dynamic config of the control-plane gateway.
 
     `cluster_gateways`: workload cluster name -> base URL of its gateway.
@@ -135,8 +159,8 @@ def control_plane_config(
     if missing:
         raise ValueError(f"no gateway URL for cluster(s) {', '.join(missing)}; "
                          "route with fleet_routes(..., reachable_clusters=...) to leave them out")
-    routers: dict = {}
-    services: dict = {}
+    routers: Config = {}
+    services: Config = {}
     for r in routes:
         if not r.backends:
             continue  # reference: no ready endpoint anywhere -> no route (404)
@@ -171,24 +195,25 @@ def control_plane_config(
             "middlewares": ["retry"],
             "service": top,
         }
-    return _dynamic(routers, services, {"retry": _retry(tuning, statuses=tuning.retry_on_5xx)})
+    statuses = CONTROL_PLANE_RETRY_STATUS if tuning.retry_on_5xx else ()
+    return _dynamic(routers, services, {"retry": _retry(tuning, statuses)})
 
 
 def egress_config(
     routes: Sequence[ServiceRoute],
     secret_value: Callable[[str, Credential], str] | None = None,
     tuning: Tuning = Tuning(),
-) -> dict:
+) -> Config:
     """Routers on the egress entrypoints: rewrite to the provider's prefix, attach the key.
 
     `secret_value(namespace, credential)` returns the API key; the result of this
     function therefore contains secrets and must be stored as a Secret, never logged.
     """
-    routers: dict = {}
-    services: dict = {}
+    routers: Config = {}
+    services: Config = {}
     # Names differ from the control-plane dict's: both files load into one Traefik,
     # and the file provider rejects a name defined twice.
-    middlewares: dict = {"egress-retry": _retry(tuning)}
+    middlewares: Config = {"egress-retry": _retry(tuning, HOP_RETRY_STATUS)}
     for ep in external_endpoints(routes):
         name = egress_entrypoint(ep)
         mws = [f"{name}-path"]
@@ -209,11 +234,11 @@ def egress_config(
     return _dynamic(routers, services, middlewares)
 
 
-def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning = Tuning()) -> dict:
+def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning = Tuning()) -> Config:
     """Dynamic config of one workload cluster's gateway: its local replicas only."""
-    routers: dict = {}
-    services: dict = {}
-    middlewares: dict = {"retry": _retry(tuning)}
+    routers: Config = {}
+    services: Config = {}
+    middlewares: Config = {"retry": _retry(tuning, HOP_RETRY_STATUS)}
     replicas: dict[tuple[str, str], Endpoint] = {}
     for r in routes:
         local = [b for b in r.backends if b.endpoint.cluster == cluster]
@@ -254,7 +279,7 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
         routers[f"{base}-health"] = {"entryPoints": [WEB], "rule": f"Path(`{r.prefix}/health`)",
                                      "priority": 200, "middlewares": probe_mws,
                                      "service": f"{base}-health"}
-    for key, ep in sorted(replicas.items()):
+    for _, ep in sorted(replicas.items()):
         child = _id("replica", ep.namespace, ep.name)
         services[child] = {"loadBalancer": {"servers": [{"url": ep.url}], "healthCheck": _health("/health", tuning)}}
         # The reference's per-replica path (`/<ns>/<replica>/`), kept for direct access.
@@ -271,13 +296,14 @@ def static_config(
     extra_entrypoints: Mapping[str, str] | None = None,
     api_address: str | None = None,
     throttle: str | None = None,
+    *,
     api: bool = False,
-) -> dict:
+) -> Config:
     """Traefik static config: file provider watching a directory, no access log."""
     eps = {WEB: {"address": web_address}}
     for name, addr in (extra_entrypoints or {}).items():
         eps[name] = {"address": addr}
-    cfg: dict = {
+    cfg: Config = {
         "global": {"checkNewVersion": False, "sendAnonymousUsage": False},
         "entryPoints": eps,
         "providers": {"file": {"directory": dynamic_dir, "watch": True}},
@@ -296,8 +322,8 @@ def static_config(
     return cfg
 
 
-def _dynamic(routers: dict, services: dict, middlewares: dict) -> dict:
-    http: dict = {}
+def _dynamic(routers: Config, services: Config, middlewares: Config) -> Config:
+    http: Config = {}
     if routers:
         http["routers"] = routers
     if services:

@@ -59,7 +59,10 @@ def test_control_plane_config_never_contains_the_key():
 
 
 def test_egress_rewrites_to_the_provider_prefix_and_sets_the_key_header():
-    http = egress_config([ROUTE], lambda ns, cred: KEY if (ns, cred.secret_name) == (NS, "together-key") else "")["http"]
+    def secret(ns, cred):
+        return KEY if (ns, cred.secret_name) == (NS, "together-key") else ""
+
+    http = egress_config([ROUTE], secret)["http"]
     r = http["routers"]["egress-ml-team-together"]
     assert r["entryPoints"] == ["egress-ml-team-together"]
     path, auth = (http["middlewares"][m] for m in r["middlewares"][:2])
@@ -122,3 +125,36 @@ def test_static_config_watches_a_directory_and_keeps_the_api_off():
     assert cfg["entryPoints"]["egress-x"] == {"address": "127.0.0.1:9001"}
     assert "api" not in cfg and "accessLog" not in cfg
     assert cfg["log"] == {"level": "ERROR", "noColor": True}
+
+
+def _retries(http):
+    return {name: m["retry"] for name, m in http["middlewares"].items() if "retry" in m and name.endswith("retry")
+            and not name.endswith("probe-retry")}
+
+
+def test_every_hop_buffers_post_bodies_so_streams_are_not_cut():
+    """Issue 9 "Also seen": a stream cut mid-body on a hop that forwarded the live request
+    body (see gateway.config._retry). Every hop's user-path retry must read POST bodies
+    into memory first: Traefik does that only with `status`, `retryNonIdempotentMethod`."""
+    def secret(ns, cred):
+        return KEY
+
+    hops = {
+        "control plane": control_plane_config([ROUTE], {"east": "e", "west": "w"}, {SAAS.key: "http://127.0.0.1:1"}),
+        "workload": workload_config("west", [ROUTE]),
+        "egress": egress_config([ROUTE], secret),
+    }
+    for hop, cfg in hops.items():
+        retries = _retries(cfg["http"])
+        assert retries, hop
+        for name, r in retries.items():
+            assert r["status"] and r["retryNonIdempotentMethod"] is True, (hop, name)
+            assert r["maxRequestBodyBytes"] == Tuning().retry_max_body, (hop, name)
+    assert _retries(hops["control plane"]["http"])["retry"]["status"] == ["502-504"]
+    assert _retries(hops["workload"]["http"])["retry"]["status"] == ["502"]
+
+
+def test_retry_body_bound_stays_small_because_traefik_allocates_it_for_every_request():
+    """Traefik 3.7 allocates maxRequestBodyBytes + 1 bytes per request, whatever the body:
+    the former 4 MiB cost ~5 ms a request through both hops (issue 15 item 5)."""
+    assert 16 * 1024 <= Tuning().retry_max_body <= 64 * 1024
