@@ -21,16 +21,21 @@ import hmac
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import FrameType
+from typing import Any
 
 INFERENCE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
 
 
 class EngineState:
-    def __init__(self, name, deployment, fail_health_after, exit_after, api_key, delay):
+    def __init__(self, name: str, deployment: str | None, fail_health_after: int | None, exit_after: int | None,
+                 api_key: str | None, delay: float) -> None:
         self.name = name
         self.deployment = deployment
         self.fail_health_after = fail_health_after
@@ -47,7 +52,7 @@ class EngineState:
         return self.fail_health_after is None or self.served < self.fail_health_after
 
 
-def _body(path: str, name: str, model: str) -> dict:
+def _body(path: str, name: str, model: str) -> dict[str, Any]:
     text = f"served by {name}"
     now = int(time.time())
     if path == "/v1/messages":
@@ -70,10 +75,12 @@ def _body(path: str, name: str, model: str) -> dict:
     }
 
 
-def _events(path: str, name: str, model: str):
+def _events(path: str, name: str, model: str) -> Iterator[str]:
     words = f"served by {name}".split(" ")
     if path == "/v1/messages":
-        yield f"event: message_start\ndata: {json.dumps({'type': 'message_start', 'message': {'id': f'msg-{name}', 'model': model, 'role': 'assistant', 'content': []}})}\n\n"
+        start = {"type": "message_start",
+                 "message": {"id": f"msg-{name}", "model": model, "role": "assistant", "content": []}}
+        yield f"event: message_start\ndata: {json.dumps(start)}\n\n"
         for i, w in enumerate(words):
             delta = {"type": "content_block_delta", "index": 0,
                      "delta": {"type": "text_delta", "text": w if i == 0 else " " + w}}
@@ -89,15 +96,16 @@ def _events(path: str, name: str, model: str):
     yield "data: [DONE]\n\n"
 
 
-def make_handler(state: EngineState):
+def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as a real engine behind a proxy
         disable_nagle_algorithm = True  # headers and body go in two writes; avoid 40ms stalls
 
-        def log_message(self, *args):  # request lines could carry headers' neighbours; stay quiet
+        def log_message(self, format: str, *args: Any) -> None:
+            # Request lines could carry headers' neighbours; stay quiet.
             pass
 
-        def _send(self, code: int, payload: dict) -> None:
+        def _send(self, code: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
@@ -130,7 +138,7 @@ def make_handler(state: EngineState):
             given = bearer[7:] if bearer.startswith("Bearer ") else self.headers.get("x-api-key", "")
             return hmac.compare_digest(given.encode(), state.api_key.encode())
 
-        def do_GET(self):
+        def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/health":
                 ok = state.healthy()
@@ -143,7 +151,7 @@ def make_handler(state: EngineState):
                     {"id": model, "object": "model", "owned_by": "modelplane", "root": state.name}]})
             self._send(404, {"error": {"message": f"no route {path}"}})
 
-        def do_POST(self):
+        def do_POST(self) -> None:
             path = self.path.split("?", 1)[0]
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
@@ -172,12 +180,15 @@ def make_handler(state: EngineState):
     return Handler
 
 
-def parse_args(argv=None):
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m modelplane.mock_engine", description=__doc__.split("\n")[0])
     served = os.environ.get("MODELPLANE_SERVED_MODEL_NAME", "")  # "<ns>/<deployment>" in a pod
     p.add_argument("--name", default=os.environ.get("MODELPLANE_REPLICA") or os.environ.get("HOSTNAME") or "engine",
                    help="replica name reported in every answer (default: $MODELPLANE_REPLICA, else $HOSTNAME)")
     p.add_argument("--port", type=int, default=8000)
+    # A listening socket inherited from the parent (modelplane.gateway.process): the port
+    # was bound before this process started, so nobody else could take it meanwhile.
+    p.add_argument("--listen-fd", type=int, default=None, metavar="FD", help=argparse.SUPPRESS)
     # In a pod the gateway reaches the engine over the pod network; anywhere else stay local.
     in_pod = "KUBERNETES_SERVICE_HOST" in os.environ
     p.add_argument("--host", default="0.0.0.0" if in_pod else "127.0.0.1")
@@ -190,7 +201,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     a = parse_args(argv)
     key = None
     if a.api_key_env:
@@ -199,18 +210,25 @@ def main(argv=None) -> int:
             print(f"environment variable {a.api_key_env} is empty", file=sys.stderr)
             return 2
     state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000)
-    server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
+    if a.listen_fd is None:
+        server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
+    else:
+        server = ThreadingHTTPServer((a.host, a.port), make_handler(state), bind_and_activate=False)
+        server.socket.close()
+        server.socket = socket.socket(fileno=a.listen_fd)
+        server.server_address = server.socket.getsockname()
     server.daemon_threads = True
 
-    def force(value):
-        def handler(signum, frame):
-            state.health_forced = value
+    def force(*, healthy: bool) -> Callable[[int, FrameType | None], None]:
+        def handler(_signum: int, _frame: FrameType | None) -> None:
+            state.health_forced = healthy
         return handler
 
-    signal.signal(signal.SIGUSR1, force(False))
-    signal.signal(signal.SIGUSR2, force(True))
+    signal.signal(signal.SIGUSR1, force(healthy=False))
+    signal.signal(signal.SIGUSR2, force(healthy=True))
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
-    print(f"mock engine {a.name} listening on {a.host}:{server.server_address[1]}", flush=True)
+    host, port = server.server_address[:2]
+    print(f"mock engine {a.name} listening on {host!s}:{port}", flush=True)
     try:
         server.serve_forever(poll_interval=0.1)
     except KeyboardInterrupt:

@@ -8,15 +8,20 @@ control-plane gateway, all configured by the same builders the Pulumi program us
 
 `route()` can be called again with a new endpoint set: that is a re-run of the
 program, applied through the file provider's watch, not a restart.
+
+Every process joins the fleet's ProcessGroup, whose watchdog removes the work directory
+and stops whatever is left when `stop()` closes it, or when this process dies.
 """
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping, Sequence
+from types import TracebackType
 
 from modelplane.gateway.config import (
     ServiceRoute,
@@ -27,7 +32,7 @@ from modelplane.gateway.config import (
     external_endpoints,
     workload_config,
 )
-from modelplane.gateway.process import Engine, Managed, Traefik, free_port, stop_all
+from modelplane.gateway.process import Engine, Managed, ProcessGroup, Traefik, listen_socket, stop_all
 from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights
 
 # Short intervals so tests observe health changes within a second or two.
@@ -35,33 +40,47 @@ FAST = Tuning(health_interval="250ms", health_timeout="1s")  # generous timeout:
 
 
 class LocalFleet:
-    def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None):
+    def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None) -> None:
         self.tuning = tuning
         self.secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
         self.work_dir = Path(tempfile.mkdtemp(prefix="modelplane-local-"))
+        try:
+            self.group = ProcessGroup([self.work_dir])
+        except BaseException:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            raise
         self.engines: dict[str, Engine] = {}
         self.workload: dict[str, Traefik] = {}
         self.control: Traefik | None = None
-        self._egress_ports: dict[str, int] = {}
+        # The control plane's web and egress sockets outlive its restarts (same URLs,
+        # and requests arriving meanwhile wait in the backlog instead of being refused).
+        self._control_sockets: dict[str, socket.socket] = {}
         self._procs: list[Managed] = []
 
     # -- lifecycle --------------------------------------------------------------
-    def __enter__(self) -> "LocalFleet":
+    def __enter__(self) -> LocalFleet:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         self.stop()
 
     def stop(self) -> None:
-        stop_all(self._procs)
-        self._procs.clear()
-        shutil.rmtree(self.work_dir, ignore_errors=True)
+        try:
+            stop_all(self._procs)
+            self._procs.clear()
+        finally:
+            for s in self._control_sockets.values():
+                s.close()
+            self._control_sockets.clear()
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+            self.group.close()  # stops whatever is left (a stop interrupted by a signal)
 
     # -- engines ----------------------------------------------------------------
     def start_engine(self, name: str, deployment: str | None = None, extra: Sequence[str] = (),
-                     env: Mapping[str, str] | None = None, wait: bool = True) -> Engine:
+                     env: Mapping[str, str] | None = None, *, wait: bool = True) -> Engine:
         full_env = dict(os.environ, **(env or {}))
-        eng = Engine(name, self.work_dir, deployment, list(extra), full_env)
+        eng = Engine(name, self.work_dir, deployment, list(extra), full_env, group=self.group)
         self._procs.append(eng)
         self.engines[name] = eng
         if wait:
@@ -86,27 +105,30 @@ class LocalFleet:
 
     def _start_gateways(self, clusters: Sequence[str], externals: list[Endpoint]) -> None:
         """Start whatever gateway is missing, all at once, then wait for all of them."""
-        fresh = []
+        fresh: list[Traefik] = []
         for c in clusters:
             if c not in self.workload:
-                self.workload[c] = Traefik(f"gateway-{c}", self.work_dir)
+                self.workload[c] = Traefik(f"gateway-{c}", self.work_dir, group=self.group)
+                self._procs.append(self.workload[c])
                 fresh.append(self.workload[c])
         wanted = {egress_entrypoint(ep) for ep in externals}
-        if self.control is None or not wanted <= set(self._egress_ports):
+        if self.control is None or not wanted <= set(self._control_sockets):
             # Entrypoints are static configuration: a new egress needs a new process,
-            # on the same web port so service URLs stay valid.
-            port = None
+            # on the same sockets so service URLs stay valid.
             if self.control is not None:
-                port = self.control.port
                 self.control.stop()
                 self._procs.remove(self.control)
-            for name in sorted(wanted):
-                self._egress_ports.setdefault(name, free_port())
-            self.control = Traefik("control-plane", self.work_dir, self._egress_ports, port=port)
+            for name in ["web", *sorted(wanted)]:
+                if name not in self._control_sockets:
+                    self._control_sockets[name] = listen_socket()
+            self.control = Traefik("control-plane", self.work_dir, self._control_sockets, group=self.group)
+            self._procs.append(self.control)
             fresh.append(self.control)
-        self._procs.extend(fresh)
         for gw in fresh:
             gw.wait_ready()
+
+    def egress_url(self, ep: Endpoint) -> str:
+        return f"http://127.0.0.1:{self._control_sockets[egress_entrypoint(ep)].getsockname()[1]}"
 
     def route(self, services: Mapping[tuple[str, str], Sequence[RouteEntry]],
               endpoints: Sequence[Endpoint]) -> list[ServiceRoute]:
@@ -127,12 +149,11 @@ class LocalFleet:
                    for c in clusters]
         for gw, marker in pending:
             gw.wait_loaded(marker)
-        control = self.control
-        egress_urls = {ep.key: f"http://127.0.0.1:{self._egress_ports[egress_entrypoint(ep)]}"
-                       for ep in externals}
+        assert self.control is not None  # started above
+        egress_urls = {ep.key: self.egress_url(ep) for ep in externals}
         cp = control_plane_config(routes, {c: gw.url for c, gw in self.workload.items()},
                                   egress_urls, self.tuning)
-        control.apply(cp, secret=egress_config(routes, self._secret, self.tuning))
+        self.control.apply(cp, secret=egress_config(routes, self._secret, self.tuning))
         return routes
 
     def service_url(self, namespace: str, service: str) -> str:

@@ -1,7 +1,18 @@
 """Local processes for the data path: Traefik and mock engines on 127.0.0.1.
 
 Every wait is bounded and every process started here is stopped by `stop()` (called
-from context managers and test fixtures, also on failure).
+from context managers and test fixtures, also on failure). Beyond that:
+
+* Ports: the parent binds each listening socket itself (port 0) and hands it to the
+  child (mock engine `--listen-fd`, Traefik socket activation through listen_fds.py),
+  so a port is never free between being chosen and being served: concurrent test runs
+  on the machine cannot take each other's ports.
+* Orphans: children of a `ProcessGroup` join one process group led by a watchdog
+  (watchdog.py) that stops the whole group and removes the fleet's directory when the
+  parent closes it, or when the parent dies, SIGKILL included.
+* Signals: `terminate_on_signals()` turns SIGINT, SIGTERM and SIGHUP into `Terminated`,
+  so `with` blocks unwind and stop what they started instead of the process dying
+  with its children left running.
 """
 from __future__ import annotations
 
@@ -16,21 +27,70 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import yaml
 
-from modelplane.gateway.config import static_config
+from modelplane.gateway.config import Config, static_config
+
+HERE = Path(__file__).resolve().parent
+WATCHDOG = HERE / "watchdog.py"
+LISTEN_FDS = HERE / "listen_fds.py"
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class ProcessError(RuntimeError):
     pass
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class Terminated(BaseException):  # noqa: N818 - reads as what happened, like KeyboardInterrupt
+    """A termination signal arrived: unwind, stopping what was started. Not an
+    Exception, so no `except Exception` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+@contextmanager
+def terminate_on_signals(signals: Sequence[int] = HANDLED_SIGNALS) -> Iterator[None]:
+    """Raise `Terminated` in the main thread on the first of `signals`; later ones are
+    ignored so that the cleanup the first one started is not interrupted."""
+    fired: list[int] = []
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        if fired:
+            return
+        fired.append(signum)
+        raise Terminated(signum)
+
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def listen_socket() -> socket.socket:
+    """A listening TCP socket on a free 127.0.0.1 port, to hand to a child process."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(128)
+    return s
+
+
+def port_of(s: socket.socket) -> int:
+    port: int = s.getsockname()[1]
+    return port
 
 
 def traefik_binary() -> str:
@@ -45,34 +105,76 @@ def traefik_binary() -> str:
 def http_get(url: str, timeout: float = 1.0) -> tuple[int, bytes]:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
-            return resp.status, resp.read()
+            status: int = resp.status
+            return status, resp.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
 
 
-def wait_until(check, timeout: float, what: str, interval: float = 0.05) -> None:
+def wait_until(check: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             if check():
                 return
-        except OSError:
+        except (OSError, urllib.error.URLError):
             pass
         time.sleep(interval)
     raise ProcessError(f"timed out after {timeout:.1f}s waiting for {what}")
 
 
-class Managed:
-    """A child process with its output in a log file, stopped by pid."""
+class ProcessGroup:
+    """A process group that dies with its parent: led by watchdog.py, which stops every
+    member and removes `cleanup_dirs` when `close()` is called or the parent dies."""
 
-    def __init__(self, name: str, argv: list[str], log_dir: Path, env: dict | None = None):
+    def __init__(self, cleanup_dirs: Iterable[Path] = ()) -> None:
+        # Its own group in our session: a terminal's Ctrl-C or hang-up reaches only us,
+        # and we stop the children in order.
+        self._proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(WATCHDOG)], stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0, text=True,
+        )
+        self.pgid = self._proc.pid
+        for d in cleanup_dirs:
+            self.remove_on_close(d)
+
+    def remove_on_close(self, directory: Path) -> None:
+        assert self._proc.stdin is not None
+        self._proc.stdin.write(json.dumps({"dir": str(directory)}) + "\n")
+        self._proc.stdin.flush()
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Let the watchdog stop what is left of the group; wait for it (bounded)."""
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.pgid, signal.SIGKILL)
+            self._proc.wait(timeout)
+
+
+class Managed:
+    """A child process with its output in a log file, stopped by pid.
+
+    In a `group`, it joins that process group; alone, it gets a session of its own (a
+    terminal's Ctrl-C then reaches only the parent, which stops it in order).
+    """
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path, env: Mapping[str, str] | None = None,
+                 group: ProcessGroup | None = None, pass_fds: Sequence[int] = ()) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env=env, start_new_session=True,
-        )
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
+        placement: dict[str, Any] = {"process_group": group.pgid} if group else {"start_new_session": True}
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=env, pass_fds=tuple(pass_fds), **placement,
+            )
+        except BaseException:
+            self._log.close()
+            raise
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -99,92 +201,109 @@ class Managed:
 
 
 class Engine(Managed):
-    """`python -m modelplane.mock_engine` on a free 127.0.0.1 port."""
+    """`python -m modelplane.mock_engine` serving a socket bound here (free 127.0.0.1 port)."""
 
     def __init__(self, name: str, log_dir: Path, deployment: str | None = None,
-                 extra: list[str] | None = None, env: dict | None = None, port: int | None = None):
-        self.port = port or free_port()
+                 extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                 group: ProcessGroup | None = None) -> None:
         # The engine must import this package however the caller found it.
-        env = dict(env if env is not None else os.environ)
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        self.url = f"http://127.0.0.1:{self.port}"
-        argv = [sys.executable, "-m", "modelplane.mock_engine", "--name", name, "--port", str(self.port)]
-        if deployment:
-            argv += ["--deployment", deployment]
-        super().__init__(f"engine-{name}", argv + list(extra or []), log_dir, env)
+        full_env = dict(env if env is not None else os.environ)
+        root = str(HERE.parents[1])
+        full_env["PYTHONPATH"] = os.pathsep.join(p for p in (root, full_env.get("PYTHONPATH")) if p)
+        with listen_socket() as sock:  # the child keeps its copy; a dead engine refuses connections
+            self.port = port_of(sock)
+            self.url = f"http://127.0.0.1:{self.port}"
+            argv = [sys.executable, "-m", "modelplane.mock_engine", "--name", name,
+                    "--listen-fd", str(sock.fileno())]
+            if deployment:
+                argv += ["--deployment", deployment]
+            super().__init__(f"engine-{name}", argv + list(extra), log_dir, full_env, group, [sock.fileno()])
 
     def wait_ready(self, timeout: float = 10.0) -> None:
-        def up():
+        def up() -> bool:
             if not self.alive():
                 raise ProcessError(f"{self.name} exited: {self.log_tail()}")
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                return True
+            http_get(f"{self.url}/health", 0.5)  # any answer: it serves (503 is a health state)
+            return True
         wait_until(up, timeout, f"{self.name} on port {self.port}")
 
 
 class Traefik(Managed):
-    """One Traefik with its own dynamic directory; `apply()` swaps the config and waits."""
+    """One Traefik with its own dynamic directory; `apply()` swaps the config and waits.
+
+    `sockets` (entry point name -> listening socket) are used as they are and stay the
+    caller's (LocalFleet keeps the control plane's across restarts); every other entry
+    point, `web` included when absent, gets a socket of its own here.
+    """
 
     DYNAMIC = "dynamic.yaml"
     SECRET = "egress.yaml"
+    INTERNAL = "traefik"
 
-    def __init__(self, name: str, work_dir: Path, extra_entrypoints: dict[str, int] | None = None,
-                 api: bool = False, port: int | None = None):
+    def __init__(self, name: str, work_dir: Path, sockets: Mapping[str, socket.socket] | None = None,
+                 *, api: bool = False, group: ProcessGroup | None = None) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_dir))
         self.dynamic_dir = self.dir / "dynamic"
         self.dynamic_dir.mkdir()
-        self.port = port or free_port()
-        self.internal_port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.extra_ports = dict(extra_entrypoints or {})
-        self.generation = 0
-        static = static_config(
-            f"127.0.0.1:{self.port}", str(self.dynamic_dir),
-            {k: f"127.0.0.1:{p}" for k, p in self.extra_ports.items()},
-            api_address=f"127.0.0.1:{self.internal_port}", throttle="100ms", api=api,
-        )
-        static_path = self.dir / "traefik.yaml"
-        static_path.write_text(yaml.safe_dump(static, sort_keys=False))
-        super().__init__(name, [traefik_binary(), f"--configFile={static_path}"], work_dir)
+        given = dict(sockets or {})
+        own = {ep: listen_socket() for ep in ("web", self.INTERNAL) if ep not in given}
+        all_sockets = {**given, **own}
+        try:
+            self.port = port_of(all_sockets["web"])
+            self.internal_port = port_of(all_sockets[self.INTERNAL])
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.generation = 0
+            extra = {ep: f"127.0.0.1:{port_of(s)}" for ep, s in all_sockets.items() if ep not in ("web", self.INTERNAL)}
+            static = static_config(f"127.0.0.1:{self.port}", str(self.dynamic_dir), extra,
+                                   api_address=f"127.0.0.1:{self.internal_port}", throttle="100ms", api=api)
+            static_path = self.dir / "traefik.yaml"
+            static_path.write_text(yaml.safe_dump(static, sort_keys=False))
+            fds = [s.fileno() for s in all_sockets.values()]
+            named = [f"{ep}={s.fileno()}" for ep, s in all_sockets.items()]
+            argv = [sys.executable, "-I", "-S", str(LISTEN_FDS), *named,
+                    "--", traefik_binary(), f"--configFile={static_path}"]
+            super().__init__(name, argv, work_dir, None, group, fds)
+        finally:
+            for s in own.values():
+                s.close()
 
     def wait_ready(self, timeout: float = 15.0) -> None:
-        def up():
+        def up() -> bool:
             if not self.alive():
                 raise ProcessError(f"{self.name} exited: {self.log_tail()}")
             return http_get(f"http://127.0.0.1:{self.internal_port}/ping", 0.3)[0] == 200
         wait_until(up, timeout, f"{self.name} ping")
 
-    def _write(self, filename: str, cfg: dict, private: bool = False) -> None:
+    def _write(self, filename: str, cfg: Config, *, private: bool = False) -> None:
         tmp = self.dynamic_dir / f".{filename}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600 if private else 0o644)
         with os.fdopen(fd, "w") as f:
             f.write(yaml.safe_dump(cfg, sort_keys=False))
         os.replace(tmp, self.dynamic_dir / filename)
 
-    def apply(self, dynamic: dict, secret: dict | None = None, timeout: float = 10.0) -> None:
+    def apply(self, dynamic: Config, secret: Config | None = None, timeout: float = 10.0) -> None:
         """Write the config and wait until Traefik runs it."""
         self.wait_loaded(self.write(dynamic, secret), timeout)
 
-    def write(self, dynamic: dict, secret: dict | None = None) -> str:
+    def write(self, dynamic: Config, secret: Config | None = None) -> str:
         """Write the config plus a generation marker; returns the marker to wait for."""
         self.generation += 1
         marker = f"generation-{self.generation}"
-        cfg = json.loads(json.dumps(dynamic))  # deep copy; callers keep their dict
+        cfg: Config = json.loads(json.dumps(dynamic))  # deep copy; callers keep their dict
         # A router on the internal entrypoint whose presence proves this file is live.
         cfg.setdefault("http", {}).setdefault("routers", {})[marker] = {
-            "entryPoints": ["traefik"], "rule": f"Path(`/{marker}`)", "service": "ping@internal"}
+            "entryPoints": [self.INTERNAL], "rule": f"Path(`/{marker}`)", "service": "ping@internal"}
         if secret is not None:
             self._write(self.SECRET, secret, private=True)
         self._write(self.DYNAMIC, cfg)
         return marker
 
     def wait_loaded(self, marker: str, timeout: float = 10.0) -> None:
-        def loaded():
+        def loaded() -> bool:
             return http_get(f"http://127.0.0.1:{self.internal_port}/{marker}", 0.3)[0] == 200
         wait_until(loaded, timeout, f"{self.name} to load {marker}")
 
-    def services_status(self) -> dict:
+    def services_status(self) -> dict[str, Any]:
         """Runtime state from the Traefik API (only when started with api=True)."""
         _, body = http_get(f"http://127.0.0.1:{self.internal_port}/api/http/services", 1.0)
         return {s["name"]: s for s in json.loads(body)}
@@ -194,11 +313,11 @@ class Traefik(Managed):
         shutil.rmtree(self.dir, ignore_errors=True)  # holds the egress secret file
 
 
-def stop_all(procs) -> None:
+def stop_all(procs: Iterable[Managed]) -> None:
     """Stop in reverse start order; keep going if one stop fails."""
     for p in reversed(list(procs)):
         try:
             p.stop()
         except Exception:  # noqa: BLE001 - teardown must reach every process
-            if getattr(p, "proc", None) is not None and p.proc.poll() is None:
+            if p.proc.poll() is None:
                 os.kill(p.proc.pid, signal.SIGKILL)

@@ -1,3 +1,6 @@
+import socket
+from contextlib import contextmanager
+
 from modelplane.routing import CLUSTER_LABEL, DEPLOYMENT_LABEL, RouteEntry, replica_endpoint
 
 NS = "ml-team"
@@ -34,3 +37,12 @@ def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 6) -
                 return
             time.sleep(0.02)
     raise AssertionError(f"{url} never served only by {replica_name}")
+
+
+@contextmanager
+def refused_port():
+    """A 127.0.0.1 port held by a socket that never listens: connections are refused,
+    and no other process on the machine can start listening there meanwhile."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]

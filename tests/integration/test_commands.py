@@ -3,7 +3,8 @@ import os
 from pathlib import Path
 
 from modelplane.__main__ import main
-from modelplane.gateway.process import free_port
+
+from .helpers import refused_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,8 @@ def test_split_prints_counts_per_replica_and_deployment(fleet, capsys):
 
 
 def test_split_counts_failures_and_exits_nonzero(capsys):
-    assert main(["split", f"http://127.0.0.1:{free_port()}", "-n", "3", "--timeout", "1"]) == 1
+    with refused_port() as port:
+        assert main(["split", f"http://127.0.0.1:{port}", "-n", "3", "--timeout", "1"]) == 1
     assert "failed: 3 (ConnectError x3)" in capsys.readouterr().out
 
 
