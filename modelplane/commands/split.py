@@ -2,22 +2,50 @@
 
 Sends N sequential chat completions to `URL/v1/chat/completions` and counts who served
 each one (the mock engine's `X-Served-By`, else the "served by <replica>" text). Only
-status and body are read; request and response headers are never printed, so a
-credential added by a gateway cannot leak through this command.
+status, body and that header are read; request and response headers are never printed,
+so a credential added by a gateway cannot leak through this command. What a server says
+is printed without control characters, and URLs without user-info.
+
+`--timeout` bounds each whole request (connect, send, headers and body), not each read:
+a server that drips its answer byte by byte is cut off when the time is up.
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
+import ipaddress
+import math
 import re
+import socket
 import sys
+import threading
 import time
+import unicodedata
 from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
 
 import httpx
 
+from modelplane.gateway.process import Terminated, terminate_on_signals
+from modelplane.redact import redact_url
+
 UNIDENTIFIED = "(unidentified)"
+TIMEOUT = "Timeout"  # the error kind of a request that ran out of --timeout
+MAX_TIMEOUT = 24 * 3600.0
+MAX_NAME = 100  # longest replica or deployment name printed as a server sent it
 _SERVED = re.compile(r"served by ([A-Za-z0-9._-]+)")
 _HASHED = re.compile(r"^(.+)-([0-9a-f]{5}|\d+)$")
+_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")  # DNS names as httpx encodes them (IDNA)
+
+
+def printable(text: str, limit: int = MAX_NAME) -> str:
+    """A server-supplied string as it may be printed: no control or format characters
+    (terminal escapes, carriage returns, bidi overrides), at most `limit` characters."""
+    clean = "".join(c for c in text if not unicodedata.category(c).startswith("C"))
+    return clean if len(clean) <= limit else clean[: limit - 3] + "..."
 
 
 @dataclass
@@ -25,7 +53,7 @@ class SplitResult:
     url: str
     sequence: list[str | None] = field(default_factory=list)  # replica per request, None = failed
     deployments: dict[str, str] = field(default_factory=dict)  # replica -> deployment
-    errors: Counter = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
 
     @property
@@ -33,11 +61,11 @@ class SplitResult:
         return sum(1 for r in self.sequence if r is None)
 
     @property
-    def by_replica(self) -> Counter:
+    def by_replica(self) -> Counter[str]:
         return Counter(r for r in self.sequence if r is not None)
 
     @property
-    def by_deployment(self) -> Counter:
+    def by_deployment(self) -> Counter[str]:
         return Counter(self.deployments.get(r, r) for r in self.sequence if r is not None)
 
 
@@ -46,47 +74,97 @@ def _deployment_of(replica: str) -> str:
     return m.group(1) if m else replica
 
 
+class _Deadline:
+    """Ends a request when `seconds` have passed, whatever it is doing.
+
+    httpx timeouts bound each network operation, so a body that drips one byte per
+    second never times out. This shuts the request's socket down at the deadline
+    instead (the blocked read then returns); the socket comes from httpcore's documented
+    `trace` extension when the connection is made, so the client must not reuse
+    connections (each request makes its own)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._timer.cancel()
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event != "connection.connect_tcp.complete":
+            return
+        sock = info["return_value"].get_extra_info("socket")
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                self._shut(sock)
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                self._shut(sock)
+
+    @staticmethod
+    def _shut(sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):  # already closed: the request is over anyway
+            sock.shutdown(socket.SHUT_RDWR)
+
+
 def run_split(url: str, n: int = 200, model: str = "default", timeout: float = 10.0,
-              client: httpx.Client | None = None, on_request=None) -> SplitResult:
+              on_request: Callable[[int, SplitResult], None] | None = None) -> SplitResult:
     """Send n requests; `on_request(i, result)` runs after each (fault tests use it)."""
     target = url.rstrip("/") + "/v1/chat/completions"
     body = {"model": model, "messages": [{"role": "user", "content": "who are you?"}]}
     res = SplitResult(url)
-    own = client is None
-    client = client or httpx.Client(timeout=timeout)
     start = time.perf_counter()
-    try:
-        for i in range(n):
-            replica = None
-            try:
-                r = client.post(target, json=body)
-                if r.status_code == 200:
-                    replica = r.headers.get("x-served-by")
-                    if not replica:
-                        m = _SERVED.search(r.text)
-                        replica = m.group(1) if m else None
-                    if replica:
-                        res.deployments.setdefault(
-                            replica, r.headers.get("x-modelplane-deployment") or _deployment_of(replica))
-                    else:
-                        # A success all the same, e.g. a SaaS provider that names no replica.
-                        replica = UNIDENTIFIED
-                        res.deployments.setdefault(replica, replica)
-                else:
-                    res.errors[f"HTTP {r.status_code}"] += 1
-            except httpx.HTTPError as e:
-                res.errors[type(e).__name__] += 1
-            res.sequence.append(replica)
-            if on_request is not None:
-                on_request(i, res)
-    finally:
-        res.seconds = time.perf_counter() - start
-        if own:
-            client.close()
+    limits = httpx.Limits(max_keepalive_connections=0)  # see _Deadline
+    with httpx.Client(timeout=timeout, limits=limits) as client:
+        try:
+            for i in range(n):
+                res.sequence.append(_one(client, target, body, timeout, res))
+                if on_request is not None:
+                    on_request(i, res)
+        finally:
+            res.seconds = time.perf_counter() - start
     return res
 
 
-def _table(title: str, counts: Counter, total: int) -> list[str]:
+def _one(client: httpx.Client, target: str, body: dict[str, Any], timeout: float, res: SplitResult) -> str | None:
+    """One request: the replica that answered, or None (the error is counted in res)."""
+    with _Deadline(timeout) as deadline:
+        try:
+            request = client.build_request("POST", target, json=body, extensions={"trace": deadline.trace})
+            r = client.send(request)
+        except httpx.HTTPError as e:
+            res.errors[TIMEOUT if deadline.expired else type(e).__name__] += 1
+            return None
+    if r.status_code != 200:
+        res.errors[f"HTTP {r.status_code}"] += 1
+        return None
+    served = r.headers.get("x-served-by")
+    replica = printable(served) if served else None
+    if not replica:
+        m = _SERVED.search(r.text)
+        replica = m.group(1)[:MAX_NAME] if m else None
+    if replica:
+        dep = r.headers.get("x-modelplane-deployment")
+        res.deployments.setdefault(replica, printable(dep) if dep else _deployment_of(replica))
+        return replica
+    # A success all the same, e.g. a SaaS provider that names no replica.
+    res.deployments.setdefault(UNIDENTIFIED, UNIDENTIFIED)
+    return UNIDENTIFIED
+
+
+def _table(title: str, counts: Counter[str], total: int) -> list[str]:
     rows = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     width = max([len(title)] + [len(k) for k, _ in rows])
     lines = [f"  {title:<{width}}  {'requests':>8}  {'share':>7}"]
@@ -103,7 +181,7 @@ def format_result(res: SplitResult, idle: dict[str, str] | None = None) -> str:
     for rep, dep in (idle or {}).items():
         replicas.setdefault(rep, 0)
         deployments.setdefault(dep, 0)
-    lines = [f"{res.url}: {total} requests in {res.seconds:.2f}s"]
+    lines = [f"{printable(redact_url(res.url), 2000)}: {total} requests in {res.seconds:.2f}s"]
     lines += _table("replica", replicas, total)
     lines += _table("deployment", deployments, total)
     detail = ", ".join(f"{k} x{v}" for k, v in sorted(res.errors.items()))
@@ -111,22 +189,66 @@ def format_result(res: SplitResult, idle: dict[str, str] | None = None) -> str:
     return "\n".join(lines)
 
 
-def add_parser(subparsers) -> None:
+def seconds(text: str) -> float:
+    """argparse type of --timeout: a finite, positive number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {printable(text)!r}") from None
+    if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT:.0f} seconds, got {text}")
+    return value
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a service URL, in words that never quote its user-info."""
+    if not url.startswith(("http://", "https://")):
+        return "not an http(s) URL"
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as e:
+        return f"not a valid URL ({printable(redact_url(str(e)), 200)})"
+    host = parsed.raw_host.decode("ascii", "replace")
+    if not host:
+        return "has no host"
+    if not _HOST.fullmatch(host) and not _is_ip(host):
+        return "has an invalid host name"
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        return f"has an invalid port ({parsed.port})"
+    return None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("split", help="send N requests through a service URL and count who served them")
     p.add_argument("url", help="service URL, e.g. http://127.0.0.1:8000/ml-team/chat")
     p.add_argument("-n", type=int, default=200, help="number of requests (default 200)")
     p.add_argument("--model", default="default", help="model name sent in the request body")
-    p.add_argument("--timeout", type=float, default=10.0, help="per-request timeout, seconds")
+    p.add_argument("--timeout", type=seconds, default=10.0,
+                   help="seconds each whole request may take, body included (default 10)")
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.n < 1:
         print("split: -n must be at least 1", file=sys.stderr)
         return 2
-    if not args.url.startswith(("http://", "https://")):
-        print(f"split: not an http(s) URL: {args.url}", file=sys.stderr)
+    problem = url_problem(args.url)
+    if problem:
+        print(f"split: {printable(redact_url(args.url), 2000)}: {problem}", file=sys.stderr)
         return 2
-    res = run_split(args.url, args.n, args.model, args.timeout)
+    try:
+        with terminate_on_signals():
+            res = run_split(args.url, args.n, args.model, args.timeout)
+    except Terminated as t:
+        print(f"split: interrupted by {t.name}", file=sys.stderr)
+        return 128 + t.signum
     print(format_result(res))
     return 1 if res.failed else 0
