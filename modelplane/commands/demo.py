@@ -3,32 +3,52 @@
 Plans the fleet with the real scheduler, starts one mock engine per placed replica,
 one Traefik per workload cluster and the control-plane Traefik (all on 127.0.0.1,
 configured by the same builders the Pulumi program deploys), sends N requests through
-every ModelService, prints who served them, and stops everything it started.
+every ModelService, prints who served them, and stops everything it started: on
+success, on error, and on SIGINT, SIGTERM or SIGHUP (exit 128 + the signal number); a
+watchdog stops them even if the demo itself is killed (modelplane.gateway.process).
 
 Hand-written ModelEndpoints point at real providers; the demo never sends traffic
 there and starts a local stand-in instead (with a throw-away API key when the
-endpoint names a credential, so the header path is exercised too).
+endpoint names a credential, so the header path is exercised too). URLs are printed
+without user-info, and no error reaches the user as a traceback.
 """
 from __future__ import annotations
 
+import argparse
 import secrets
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from modelplane.commands.split import format_result, run_split
+from modelplane.commands.split import format_result, printable, run_split
+from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
+from modelplane.redact import redact_url
+
+if TYPE_CHECKING:
+    from modelplane.gateway.config import ServiceRoute
+    from modelplane.gateway.local import LocalFleet
+    from modelplane.routing import Endpoint
 
 DEFAULT_DIR = "examples/kind"
+STOPPED = "stopped every engine and gateway the demo started"
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: Any) -> None:
     p = subparsers.add_parser("demo", help="plan the fleet, run its gateways locally and show each service's split")
-    p.add_argument("manifests", nargs="?", default=DEFAULT_DIR, help=f"manifest file or directory (default {DEFAULT_DIR})")
+    p.add_argument("manifests", nargs="?", default=DEFAULT_DIR,
+                   help=f"manifest file or directory (default {DEFAULT_DIR})")
     p.add_argument("-n", type=int, default=200, help="requests per service (default 200)")
     p.set_defaults(func=run)
 
 
-def _placement_lines(placement) -> list[str]:
+def _say(message: str) -> str:
+    """Any text the demo prints about what went wrong: URLs without user-info, no
+    control characters (log tails and exception texts come from other programs)."""
+    return "\n".join(printable(redact_url(line), 2000) for line in message.splitlines())
+
+
+def _placement_lines(placement: Any) -> list[str]:
     lines = ["placement:"]
     for dp in placement.deployments:
         where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"
@@ -39,7 +59,7 @@ def _placement_lines(placement) -> list[str]:
     return lines
 
 
-def _weights_lines(route) -> list[str]:
+def _weights_lines(route: ServiceRoute) -> list[str]:
     if not route.backends:
         return [f"  {route.namespace}/{route.name}: no ready endpoint, no route (404)"]
     lines = [f"  {route.namespace}/{route.name}:"]
@@ -49,11 +69,27 @@ def _weights_lines(route) -> list[str]:
     return lines
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    try:
+        with terminate_on_signals():
+            return _run(args)
+    except Terminated as t:
+        print(f"demo: interrupted by {t.name}; {STOPPED}", file=sys.stderr)
+        return 128 + t.signum
+    except (ProcessError, OSError) as e:
+        print(f"demo: {_say(str(e))}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - last resort: a message, never a traceback
+        print(f"demo: unexpected error ({type(e).__name__}): {_say(str(e))[:500]}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Imported when the demo runs: `python -m modelplane` imports every command to build
+    # its parser, and the other commands need none of this (pydantic models, scheduler).
     from modelplane.api import ManifestError, load_manifests
     from modelplane.gateway.fleet import fleet_routes, placement_endpoints
     from modelplane.gateway.local import LocalFleet
-    from modelplane.gateway.process import ProcessError
     from modelplane.scheduler import place_fleet
 
     if args.n < 1:
@@ -67,6 +103,10 @@ def run(args) -> int:
     except ManifestError as e:
         print(f"demo: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001 - the loader's errors are ManifestError; anything else is a bug there
+        print(f"demo: {args.manifests}: could not be loaded ({type(e).__name__}); `python -m modelplane lint "
+              f"{args.manifests}` says more", file=sys.stderr)
+        return 2
     if not fleet.services:
         print(f"demo: {args.manifests} defines no ModelService, nothing to route", file=sys.stderr)
         return 2
@@ -74,39 +114,35 @@ def run(args) -> int:
     print("\n".join(_placement_lines(placement)), flush=True)
 
     failed = 0
-    try:
-        with LocalFleet() as local:
-            endpoints = []
-            for ep in placement_endpoints(fleet, placement):
-                if ep.external:
-                    ep = _stand_in(local, ep)
-                endpoints.append(ep)
-            endpoints = local.start_engines(endpoints)
-            routes = local.apply_routes(fleet_routes(fleet, endpoints), endpoints)
-            print("weights:")
-            for r in routes:
-                print("\n".join(_weights_lines(r)))
-            for r in routes:
-                if not r.backends:
-                    continue
-                res = run_split(local.service_url(r.namespace, r.name), args.n)
-                failed += res.failed
-                print(format_result(res, _idle(r, endpoints)), flush=True)
-    except (ProcessError, OSError) as e:
-        print(f"demo: {e}", file=sys.stderr)
-        return 1
-    print("stopped every engine and gateway the demo started")
+    with LocalFleet() as local:
+        endpoints = []
+        for ep in placement_endpoints(fleet, placement):
+            if ep.external:
+                ep = _stand_in(local, ep)
+            endpoints.append(ep)
+        endpoints = local.start_engines(endpoints)
+        routes = local.apply_routes(fleet_routes(fleet, endpoints), endpoints)
+        print("weights:")
+        for r in routes:
+            print("\n".join(_weights_lines(r)))
+        for r in routes:
+            if not r.backends:
+                continue
+            res = run_split(local.service_url(r.namespace, r.name), args.n)
+            failed += res.failed
+            print(format_result(res, _idle(r, endpoints)), flush=True)
+    print(STOPPED)
     return 1 if failed else 0
 
 
-def _idle(route, endpoints) -> dict[str, str]:
+def _idle(route: ServiceRoute, endpoints: list[Endpoint]) -> dict[str, str]:
     """Every replica of the deployments this service routes to, routed or not."""
     deps = {b.endpoint.deployment for b in route.backends if not b.endpoint.external}
-    return {ep.name: ep.deployment for ep in endpoints
+    return {ep.name: ep.deployment or ep.name for ep in endpoints
             if not ep.external and ep.namespace == route.namespace and ep.deployment in deps}
 
 
-def _stand_in(local, ep):
+def _stand_in(local: LocalFleet, ep: Endpoint) -> Endpoint:
     env, extra = {}, []
     if ep.credential is not None:
         key = secrets.token_urlsafe(24)
@@ -114,6 +150,6 @@ def _stand_in(local, ep):
         env = {"MODELPLANE_STANDIN_KEY": key}
         extra = ["--api-key-env", "MODELPLANE_STANDIN_KEY"]
     eng = local.start_engine(ep.name, None, extra, env)
-    print(f"external endpoint {ep.namespace}/{ep.name} ({ep.url}): served by a local stand-in, "
+    print(f"external endpoint {ep.namespace}/{ep.name} ({redact_url(ep.url)}): served by a local stand-in, "
           f"no traffic leaves 127.0.0.1", flush=True)
     return replace(ep, url=eng.url, api_prefix="/v1")

@@ -32,7 +32,15 @@ from modelplane.gateway.config import (
     external_endpoints,
     workload_config,
 )
-from modelplane.gateway.process import Engine, Managed, ProcessGroup, Traefik, listen_socket, stop_all
+from modelplane.gateway.process import (
+    Engine,
+    Managed,
+    ProcessGroup,
+    Traefik,
+    listen_socket,
+    shielded,
+    stop_all,
+)
 from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights
 
 # Short intervals so tests observe health changes within a second or two.
@@ -43,12 +51,13 @@ class LocalFleet:
     def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None) -> None:
         self.tuning = tuning
         self.secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
-        self.work_dir = Path(tempfile.mkdtemp(prefix="modelplane-local-"))
-        try:
-            self.group = ProcessGroup([self.work_dir])
-        except BaseException:
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-            raise
+        with shielded():
+            self.work_dir = Path(tempfile.mkdtemp(prefix="modelplane-local-"))
+            try:
+                self.group = ProcessGroup([self.work_dir])
+            except BaseException:
+                shutil.rmtree(self.work_dir, ignore_errors=True)
+                raise
         self.engines: dict[str, Engine] = {}
         self.workload: dict[str, Traefik] = {}
         self.control: Traefik | None = None
@@ -66,22 +75,24 @@ class LocalFleet:
         self.stop()
 
     def stop(self) -> None:
-        try:
-            stop_all(self._procs)
-            self._procs.clear()
-        finally:
-            for s in self._control_sockets.values():
-                s.close()
-            self._control_sockets.clear()
-            shutil.rmtree(self.work_dir, ignore_errors=True)
-            self.group.close()  # stops whatever is left (a stop interrupted by a signal)
+        with shielded():
+            try:
+                stop_all(self._procs)
+                self._procs.clear()
+            finally:
+                for s in self._control_sockets.values():
+                    s.close()
+                self._control_sockets.clear()
+                shutil.rmtree(self.work_dir, ignore_errors=True)
+                self.group.close()  # whatever is left, e.g. after a stop that failed
 
     # -- engines ----------------------------------------------------------------
     def start_engine(self, name: str, deployment: str | None = None, extra: Sequence[str] = (),
                      env: Mapping[str, str] | None = None, *, wait: bool = True) -> Engine:
         full_env = dict(os.environ, **(env or {}))
-        eng = Engine(name, self.work_dir, deployment, list(extra), full_env, group=self.group)
-        self._procs.append(eng)
+        with shielded():
+            eng = Engine(name, self.work_dir, deployment, list(extra), full_env, group=self.group)
+            self._procs.append(eng)
         self.engines[name] = eng
         if wait:
             eng.wait_ready()
@@ -108,21 +119,23 @@ class LocalFleet:
         fresh: list[Traefik] = []
         for c in clusters:
             if c not in self.workload:
-                self.workload[c] = Traefik(f"gateway-{c}", self.work_dir, group=self.group)
-                self._procs.append(self.workload[c])
+                with shielded():
+                    self.workload[c] = Traefik(f"gateway-{c}", self.work_dir, group=self.group)
+                    self._procs.append(self.workload[c])
                 fresh.append(self.workload[c])
         wanted = {egress_entrypoint(ep) for ep in externals}
         if self.control is None or not wanted <= set(self._control_sockets):
             # Entrypoints are static configuration: a new egress needs a new process,
             # on the same sockets so service URLs stay valid.
-            if self.control is not None:
-                self.control.stop()
-                self._procs.remove(self.control)
-            for name in ["web", *sorted(wanted)]:
-                if name not in self._control_sockets:
-                    self._control_sockets[name] = listen_socket()
-            self.control = Traefik("control-plane", self.work_dir, self._control_sockets, group=self.group)
-            self._procs.append(self.control)
+            with shielded():
+                if self.control is not None:
+                    self.control.stop()
+                    self._procs.remove(self.control)
+                for name in ["web", *sorted(wanted)]:
+                    if name not in self._control_sockets:
+                        self._control_sockets[name] = listen_socket()
+                self.control = Traefik("control-plane", self.work_dir, self._control_sockets, group=self.group)
+                self._procs.append(self.control)
             fresh.append(self.control)
         for gw in fresh:
             gw.wait_ready()

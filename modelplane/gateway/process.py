@@ -60,24 +60,53 @@ class Terminated(BaseException):  # noqa: N818 - reads as what happened, like Ke
         return signal.Signals(self.signum).name
 
 
+class _SignalState:
+    armed = False  # inside terminate_on_signals()
+    raised = False  # Terminated was raised: the cleanup it started must not be interrupted
+    shield = 0  # depth of shielded() blocks
+    pending: int | None = None  # arrived while shielded
+
+
+_signals = _SignalState()
+
+
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    if _signals.raised:
+        return
+    if _signals.shield:
+        _signals.pending = _signals.pending or signum
+        return
+    _signals.raised = True
+    raise Terminated(signum)
+
+
 @contextmanager
 def terminate_on_signals(signals: Sequence[int] = HANDLED_SIGNALS) -> Iterator[None]:
-    """Raise `Terminated` in the main thread on the first of `signals`; later ones are
-    ignored so that the cleanup the first one started is not interrupted."""
-    fired: list[int] = []
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        if fired:
-            return
-        fired.append(signum)
-        raise Terminated(signum)
-
-    previous = {s: signal.signal(s, handler) for s in signals}
+    """Raise `Terminated` in the main thread on the first of `signals` (outside
+    `shielded()` blocks); later ones are ignored so that the cleanup the first one
+    started is not interrupted."""
+    previous = {s: signal.signal(s, _on_signal) for s in signals}
+    _signals.armed, _signals.raised, _signals.pending = True, False, None
     try:
         yield
     finally:
+        _signals.armed = False
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+@contextmanager
+def shielded() -> Iterator[None]:
+    """A block a termination signal does not cut in two (starting a process and
+    recording it; stopping everything): the signal is raised when the block ends."""
+    _signals.shield += 1
+    try:
+        yield
+    finally:
+        _signals.shield -= 1
+    if not _signals.shield and _signals.pending and _signals.armed and not _signals.raised:
+        _signals.raised = True
+        raise Terminated(_signals.pending)
 
 
 def listen_socket() -> socket.socket:
