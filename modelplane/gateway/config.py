@@ -53,11 +53,12 @@ class Tuning:
     retry_attempts: int = 3
     retry_initial_interval: str = "20ms"
     # Request bodies up to this size are read into memory before being forwarded, on
-    # every hop. Traefik 3.7 allocates this many bytes for every request whatever its
-    # size (traefik#12667's reusable request), so it is a per-request cost: 4 MiB took
-    # ~5 ms a request (docs/data-path.md, Benchmark). Larger bodies are still served,
-    # streamed, without the 5xx retry.
-    retry_max_body: int = 64 * 1024
+    # every hop (see _retry). Traefik 3.7 allocates this many bytes for every request,
+    # whatever its size, so the bound is a per-request cost (measured per hop on the
+    # 2-core box: 4 MiB ~2 ms, 64 KiB ~70 us, 16 KiB ~10 us). Larger bodies are still
+    # served, streamed, without the 5xx retry. Unbounded (-1) would cost nothing for
+    # small bodies but lets one huge upload fill the gateway's memory.
+    retry_max_body: int = 16 * 1024
     # Off only to measure what it costs (benchmarks/gateway.py); without it, requests
     # sent to a cluster in the window before it is marked down fail.
     retry_on_5xx: bool = True
