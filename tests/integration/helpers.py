@@ -1,5 +1,8 @@
 import socket
+import time
 from contextlib import contextmanager
+
+import httpx
 
 from modelplane.routing import CLUSTER_LABEL, DEPLOYMENT_LABEL, RouteEntry, replica_endpoint
 
@@ -18,16 +21,15 @@ def select(dep: str, weight: int = 1, cluster: str | None = None, priority: int 
     return RouteEntry(dep, weight, labels, priority)
 
 
-def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 6) -> None:
+def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 20) -> None:
     """Poll `url/v1/models` until `run` answers in a row come from `replica_name`.
 
     Observes health-check detection from the outside (the control plane's API stays
-    off because it would expose the egress API keys).
+    off because it would expose the egress API keys). `run` must be longer than the
+    weighted round robin's period (10 for 90/10): six in a row, the former default,
+    happen while a 10% replica is still in rotation, and the test that waited then saw
+    it answer again under load.
     """
-    import time
-
-    import httpx
-
     deadline, streak = time.monotonic() + timeout, 0
     with httpx.Client(timeout=2.0) as c:
         while time.monotonic() < deadline:
