@@ -11,6 +11,7 @@ import random
 import signal
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
@@ -54,31 +55,24 @@ def test_streams_through_both_hops_are_never_cut_while_health_flaps(fleet):
             flaps[0] += 1
             time.sleep(rng.uniform(0.03, 0.2))
 
-    outcomes: list[tuple[str, str | None]] = []
-    lock, left = threading.Lock(), [STREAMS]
+    per_thread, clients = threading.local(), []
 
-    def client() -> None:
-        with httpx.Client(timeout=10) as c:
-            while True:
-                with lock:
-                    if left[0] == 0:
-                        return
-                    left[0] -= 1
-                result = _stream_once(c, url)
-                with lock:
-                    outcomes.append(result)
+    def stream(_: int) -> tuple[str, str | None]:
+        if not hasattr(per_thread, "client"):
+            per_thread.client = httpx.Client(timeout=10)
+            clients.append(per_thread.client)
+        return _stream_once(per_thread.client, url)
 
     flapper = threading.Thread(target=flap)
     flapper.start()
     try:
-        clients = [threading.Thread(target=client) for _ in range(CLIENTS)]
-        for t in clients:
-            t.start()
-        for t in clients:
-            t.join()
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            outcomes = list(pool.map(stream, range(STREAMS)))
     finally:
         stop.set()
         flapper.join()
+        for c in clients:
+            c.close()
         for name in ("flap-0", "flap-1"):
             fleet.engines[name].signal(signal.SIGUSR2)
 
