@@ -11,6 +11,7 @@ import random
 import signal
 import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -76,7 +77,7 @@ def test_streams_through_both_hops_are_never_cut_while_health_flaps(fleet):
         for name in ("flap-0", "flap-1"):
             fleet.engines[name].signal(signal.SIGUSR2)
 
-    kinds = {k: sum(1 for o, _ in outcomes if o == k) for k in {o for o, _ in outcomes}}
+    kinds = Counter(o for o, _ in outcomes)
     assert len(outcomes) == STREAMS
     assert kinds == {"ok": STREAMS}, kinds
     assert flaps[0] >= 10  # health really flapped while streams ran
