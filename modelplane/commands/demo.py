@@ -101,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         fleet = load_manifests(args.manifests)
     except ManifestError as e:
-        print(f"demo: {e}", file=sys.stderr)
+        print(f"demo: {_say(str(e))}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - the loader's errors are ManifestError; anything else is a bug there
         print(f"demo: {args.manifests}: could not be loaded ({type(e).__name__}); `python -m modelplane lint "

@@ -47,7 +47,7 @@ class ProcessError(RuntimeError):
     pass
 
 
-class Terminated(BaseException):  # noqa: N818 - reads as what happened, like KeyboardInterrupt
+class Terminated(BaseException):
     """A termination signal arrived: unwind, stopping what was started. Not an
     Exception, so no `except Exception` on the way swallows it."""
 
