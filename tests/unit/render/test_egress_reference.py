@@ -10,7 +10,7 @@ import secrets
 import pytest
 
 from modelplane.api import load_manifest_text
-from modelplane.gateway.process import Engine, Traefik, free_port, http_get, traefik_binary, wait_until
+from modelplane.gateway.process import Engine, Traefik, http_get, listen_socket, port_of, traefik_binary, wait_until
 from modelplane.plan import fleet_routes_for
 from modelplane.render.gateway import egress_configmap, egress_keys, egress_ports
 from modelplane.scheduler import FleetPlacement
@@ -56,6 +56,7 @@ def test_traefik_file_provider_expands_env_in_dynamic_config(tmp_path, monkeypat
     engine = Engine("saas", tmp_path, extra=["--api-key-env", "SAAS_KEY"],
                     env={**os.environ, "SAAS_KEY": key})
     procs = [engine]
+    sockets = []
     try:
         engine.wait_ready()
         routes = fleet_routes_for(load_manifest_text(FLEET.format(origin=engine.url)), FleetPlacement([]))
@@ -69,8 +70,9 @@ def test_traefik_file_provider_expands_env_in_dynamic_config(tmp_path, monkeypat
                 monkeypatch.delenv(needed.env, raising=False)
             else:
                 monkeypatch.setenv(needed.env, env_value)
-            port = free_port()
-            t = Traefik(f"gw-{len(procs)}", tmp_path, extra_entrypoints={entry: port})
+            sockets.append(listen_socket())  # the egress entry point's, handed to Traefik
+            port = port_of(sockets[-1])
+            t = Traefik(f"gw-{len(procs)}", tmp_path, {entry: sockets[-1]})
             procs.append(t)
             (t.dynamic_dir / "egress.yaml").write_text(text)  # byte for byte what the ConfigMap holds
             t.wait_ready()
@@ -84,3 +86,5 @@ def test_traefik_file_provider_expands_env_in_dynamic_config(tmp_path, monkeypat
     finally:
         for p in reversed(procs):
             p.stop()
+        for sock in sockets:
+            sock.close()
