@@ -12,9 +12,13 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
+
+from modelplane.commands import demo
+from modelplane.routing import Endpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,20 +149,32 @@ def test_demo_killed_outright_still_leaves_no_process_port_or_directory(traefik,
     assert _wait(lambda: demo.leftovers() == [])
 
 
-def test_demo_prints_endpoint_urls_without_user_info(traefik, tmp_path):
+def test_demo_never_prints_an_endpoint_urls_user_info(tmp_path):
+    """The loader refuses a URL with user-info (h2's secrets rule), without quoting it."""
     manifests = tmp_path / "canary"
     shutil.copytree(ROOT / "examples" / "canary", manifests)
     models = manifests / "models.yaml"
     models.write_text(models.read_text().replace("origin: https://api.together.xyz",
                                                  "origin: https://bob:PASSWORD@api.together.xyz"))
-    demo = Demo(tmp_path, str(manifests), "-n", "4")
-    demo.proc.wait(120)
-    err = demo.proc.stderr.read()
-    demo._reader.join(5)
-    text = "".join(demo.lines) + err
-    assert demo.proc.returncode == 0, text
-    assert "external endpoint ml-team/together (https://api.together.xyz)" in text
-    assert "PASSWORD" not in text and "bob" not in text
+    r = subprocess.run([sys.executable, "-m", "modelplane", "demo", str(manifests), "-n", "4"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "spec.origin" in r.stderr and "user-info" in r.stderr
+    assert "PASSWORD" not in r.stdout + r.stderr and "bob" not in r.stdout + r.stderr
+
+
+def test_demo_prints_a_stand_in_endpoint_url_without_user_info(capsys):
+    """Behind the loader's rule, the line naming a stand-in redacts the URL on its own."""
+    class Local:
+        secrets: dict = {}
+
+        def start_engine(self, *args):
+            return types.SimpleNamespace(url="http://127.0.0.1:1")
+
+    ep = Endpoint("ml-team", "together", {}, url="https://bob:PASSWORD@api.together.xyz", external=True)
+    assert demo._stand_in(Local(), ep).url == "http://127.0.0.1:1"
+    out = capsys.readouterr().out
+    assert "external endpoint ml-team/together (https://api.together.xyz)" in out and "PASSWORD" not in out
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe not utf-8: \x80\x81", b"a: [" * 2000],
