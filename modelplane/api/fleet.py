@@ -12,6 +12,7 @@ from .model_cache import ModelCache
 from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
+from .placement import FleetBudget
 
 Key = tuple[str, str]
 
@@ -25,6 +26,7 @@ class Fleet:
     deployments: dict[Key, ModelDeployment] = field(default_factory=dict)
     services: dict[Key, ModelService] = field(default_factory=dict)
     endpoints: dict[Key, ModelEndpoint] = field(default_factory=dict)
+    budgets: dict[str, FleetBudget] = field(default_factory=dict)
     sources: dict[tuple[str, object], str] = field(default_factory=dict)
 
     def _table(self, kind: str) -> dict:
@@ -36,6 +38,7 @@ class Fleet:
             "ModelDeployment": self.deployments,
             "ModelService": self.services,
             "ModelEndpoint": self.endpoints,
+            "FleetBudget": self.budgets,
         }[kind]
 
     def add(self, obj: KindObject, source: str) -> None:
@@ -52,7 +55,7 @@ class Fleet:
     def objects(self) -> list[KindObject]:
         out: list[KindObject] = []
         for table in (self.classes, self.clusters, self.gateways, self.caches,
-                      self.deployments, self.services, self.endpoints):
+                      self.deployments, self.services, self.endpoints, self.budgets):
             out.extend(table[k] for k in sorted(table))
         return out
 
@@ -61,7 +64,7 @@ class Fleet:
         return [obj.to_manifest() for obj in self.objects()]
 
     def sort(self) -> "Fleet":
-        for name in ("classes", "clusters", "gateways", "caches", "deployments", "services", "endpoints"):
+        for name in ("classes", "clusters", "gateways", "caches", "deployments", "services", "endpoints", "budgets"):
             table = getattr(self, name)
             setattr(self, name, {k: table[k] for k in sorted(table)})
         return self

@@ -25,6 +25,7 @@ from .model_cache import ModelCache
 from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
+from .placement import FLEET_BUDGET_API_VERSION, FleetBudget
 from .yaml_reader import YamlInputError, read_documents
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -32,7 +33,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml")
 KINDS: dict[str, type[KindObject]] = {
     m.__name__: m
     for m in (InferenceClass, InferenceCluster, InferenceGateway, ModelCache,
-              ModelDeployment, ModelService, ModelEndpoint)
+              ModelDeployment, ModelService, ModelEndpoint, FleetBudget)
 }
 
 
@@ -198,13 +199,19 @@ def _validate(file: str, index: int, doc: object, issues: list[ManifestIssue]) -
     meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     name = shortened(str(meta.get("name", "")))
     api_version = doc.get("apiVersion")
-    if api_version != API_VERSION:
+    model = KINDS.get(kind)
+    served = getattr(model, "SERVED_API_VERSION", API_VERSION)  # our own kinds have their own group
+    if api_version != served and model is not None and api_version in (API_VERSION, FLEET_BUDGET_API_VERSION):
+        issues.append(ManifestIssue(file, index, kind, name, "apiVersion",
+                                    f"{kind} is served as {served!r}, not {quoted(api_version)}; use {served!r}"))
+        return None
+    if api_version not in (API_VERSION, FLEET_BUDGET_API_VERSION):
         hint = ("secrets come from Pulumi config (see README), not manifests" if kind == "Secret"
-                else f"only {API_VERSION} kinds belong in the manifest directory")
+                else f"only {API_VERSION} kinds (and our {FLEET_BUDGET_API_VERSION} FleetBudget) belong "
+                     "in the manifest directory")
         issues.append(ManifestIssue(file, index, kind, name, "apiVersion",
                                     f"{quoted(api_version)} is not a Modelplane resource; {hint}"))
         return None
-    model = KINDS.get(kind)
     if model is None:
         why = ("ModelReplica is composed by the scheduler, never written by hand; remove it"
                if kind == "ModelReplica" else f"unknown kind; use one of {', '.join(sorted(KINDS))}")

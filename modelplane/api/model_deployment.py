@@ -7,6 +7,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from .common import ApiModel, KindObject, LabelSelector, NameRef, check_dns_label, check_unique, check_user_labels
+from .placement import PlacementPolicy
 
 MAX_REPLICAS = 1000  # the reference caps at 10 (issue #438); a fleet needs more
 
@@ -225,6 +226,7 @@ class DeploymentTemplate(ApiModel):
 class ModelDeploymentSpec(ApiModel):
     replicas: Annotated[int, Field(ge=0, le=MAX_REPLICAS)]
     template: DeploymentTemplate
+    placement_policy: PlacementPolicy | None = None  # ours: modelplane/api/placement.py
 
 
 class ModelDeployment(KindObject):
