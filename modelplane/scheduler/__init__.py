@@ -23,6 +23,7 @@ from .explain import selector_reason
 from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger
 from .matching import Matcher, MemberMatch, ResolvedRequest
 from .phases import Context, build_ledger, fill, retain, scale_down
+from .policies import PolicyPass
 from .shape import compile_classes, compile_clusters, compile_deployment
 from .types import (
     Condition,
@@ -60,26 +61,34 @@ def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
                   accounting)
     shapes = [compile_deployment(fleet, key, fleet.deployments[key])
               for key in sorted(fleet.deployments)]
+    policies = PolicyPass(fleet, ctx, observed)    # issue 14: spread, tiers, budgets
     states = []
     previous_by_key = previous.by_key() if previous is not None else {}
     for shape in shapes:
         prev = previous_by_key.get(shape.key)
         st = retain(ctx, shape, prev)
+        policies.before_scale_down(st, prev)
         scale_down(st)
+        policies.after_scale_down(st)
         states.append(st)
+    policies.trim_budgets(states)
     ledger = build_ledger(ctx, states)
     for st in states:
-        fill(ctx, st, ledger)
+        if not policies.fill(ctx, st, ledger):
+            fill(ctx, st, ledger)
+    policies.move_back(states)
     result = []
     for st in states:
         shape = st.shape
         replicas = sorted(st.retained + st.placed, key=lambda r: (r.cluster, r.index))
-        conditions = [replicas_scheduled(shape.desired, len(replicas), st.candidates, shape.invalid)]
+        conditions = [replicas_scheduled(shape.desired, len(replicas) - policies.surge(st), st.candidates,
+                                         shape.invalid)]
         if st.overdrawn:
             conditions.append(overdrawn(st.overdrawn))
         result.append(DeploymentPlacement(shape.namespace, shape.name, shape.desired, replicas,
                                           conditions, st.unplaced, st.dropped))
-    return FleetPlacement(result), ledger
+    budgets = policies.finish(states, result, ledger)
+    return FleetPlacement(result, budgets), ledger
 
 
 _SHARED_SELECTORS: Any = None

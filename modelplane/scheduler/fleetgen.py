@@ -88,9 +88,10 @@ def engine(name: str = "main", *members: dict, copies: int = 1) -> dict:
     return {"name": name, "copies": copies, "members": list(members) or [standalone()]}
 
 
-def deployment(name: str, replicas: int = 1, *engines: dict, namespace: str = "default",
-               selector: dict | None = None, tolerations: list[dict] | None = None,
-               cache: str | None = None) -> dict:
+def deployment(name: str, replicas: int = 1, *engines: dict[str, Any], namespace: str = "default",
+               selector: dict[str, str] | None = None, tolerations: list[dict[str, Any]] | None = None,
+               cache: str | None = None, policy: dict[str, Any] | None = None,
+               labels: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"engines": list(engines) or [engine()]}
     if selector:
         spec["clusterSelector"] = {"matchLabels": selector}
@@ -98,12 +99,67 @@ def deployment(name: str, replicas: int = 1, *engines: dict, namespace: str = "d
         spec["tolerations"] = tolerations
     if cache:
         spec["modelCacheRef"] = {"name": cache}
-    return {"apiVersion": API, "kind": "ModelDeployment",
-            "metadata": {"name": name, "namespace": namespace},
-            "spec": {"replicas": replicas, "template": {"spec": spec}}}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if labels:
+        meta["labels"] = labels
+    top: dict[str, Any] = {"replicas": replicas, "template": {"spec": spec}}
+    if policy is not None:
+        top["placementPolicy"] = policy
+    return {"apiVersion": API, "kind": "ModelDeployment", "metadata": meta, "spec": top}
 
 
-def model_cache(name: str, namespace: str = "default", selector: dict | None = None) -> dict:
+# Our placement extensions (modelplane/api/placement.py) ------------------------------
+
+BUDGET_API = "placement.modelplane-pulumi.dev/v1alpha1"
+
+
+def spread(key: str, min_groups: int | None = None, max_groups: int | None = None,
+           per_group: int | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"topologyKey": key}
+    if min_groups is not None:
+        rule["minGroups"] = min_groups
+    if max_groups is not None:
+        rule["maxGroups"] = max_groups
+    if per_group is not None:
+        rule["maxReplicasPerGroup"] = per_group
+    return rule
+
+
+def tier(name: str, **match_labels: str) -> dict[str, Any]:
+    return {"name": name, "clusterSelector": {"matchLabels": dict(match_labels)}}
+
+
+def preferences(*tiers: dict[str, Any], return_after: int | None = None, max_moves: int | None = None) -> dict[str, Any]:
+    prefs: dict[str, Any] = {"tiers": list(tiers)}
+    if return_after is not None:
+        prefs["returnAfterPlans"] = return_after
+    if max_moves is not None:
+        prefs["maxMovesPerPlan"] = max_moves
+    return prefs
+
+
+def placement_policy(*spread_rules: dict[str, Any], prefs: dict[str, Any] | None = None) -> dict[str, Any]:
+    block: dict[str, Any] = {}
+    if spread_rules:
+        block["spreadConstraints"] = list(spread_rules)
+    if prefs is not None:
+        block["clusterPreferences"] = prefs
+    return block
+
+
+def fleet_budget(name: str, max_devices: int, namespaces: list[str] | None = None,
+                 selector: dict[str, str] | None = None, classes: list[str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"maxDevices": max_devices}
+    if namespaces:
+        spec["namespaces"] = namespaces
+    if selector:
+        spec["deploymentSelector"] = {"matchLabels": selector}
+    if classes:
+        spec["deviceClassNames"] = classes
+    return {"apiVersion": BUDGET_API, "kind": "FleetBudget", "metadata": {"name": name}, "spec": spec}
+
+
+def model_cache(name: str, namespace: str = "default", selector: dict[str, str] | None = None) -> dict[str, Any]:
     spec: dict[str, Any] = {"source": "HuggingFace",
                             "huggingFace": {"repo": "Qwen/Qwen3-0.6B", "sizeGiB": 10}}
     if selector:

@@ -188,6 +188,10 @@ class Trial:
         self._parent = parent
         self._touched: dict[PoolKey, PoolState] = {}
 
+    @property
+    def accounting(self) -> str:
+        return self._parent.accounting
+
     def state(self, key: PoolKey) -> PoolState:
         s = self._touched.get(key)
         if s is None:

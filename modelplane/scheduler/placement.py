@@ -150,7 +150,7 @@ def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit:
     return None, no_pool_reason(engine.name, opts.details)
 
 
-def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger
+def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger | Trial
                   ) -> tuple[dict[str, EnginePlacement] | None, str | None]:
     """All engines of one replica on one cluster, or nothing: engines share one trial so
     they never double-book a pool, and a failure discards the trial."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
+
+from .policy_types import BudgetStatus, Feasibility, PolicyStatus
 
 
 class PlacementFormatError(ValueError):
@@ -86,9 +89,13 @@ class Unplaced:
     index: int
     # cluster name -> the first reason that cluster could not take this replica
     reasons: Mapping[str, str]
+    feasibility: Feasibility | None = None   # policies: NotFeasible, FitsAfterScaleUp or Blocked
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "reasons": dict(self.reasons)}
+        out = {"index": self.index, "reasons": dict(self.reasons)}
+        if self.feasibility is not None:
+            out["feasibility"] = self.feasibility.to_json()
+        return out
 
 
 @dataclass
@@ -102,6 +109,8 @@ class DeploymentPlacement:
     # previous replicas not kept, with why (moved, drained, scaled down); for reports,
     # not part of the JSON schema
     dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list, compare=False)
+    # spread, tiers, moves (issue 14); None for a deployment without placementPolicy
+    policy: PolicyStatus | None = field(default=None, compare=False)
 
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
@@ -114,12 +123,18 @@ class DeploymentPlacement:
             "replicas": [r.to_json() for r in self.replicas],
             "conditions": [c.to_json() for c in self.conditions],
             "unplaced": [u.to_json() for u in self.unplaced],
+            **self._policy_json(),
         }
+
+    def _policy_json(self) -> dict[str, Any]:
+        block = self.policy.to_json() if self.policy is not None else {}
+        return {"placementPolicy": block} if block else {}
 
 
 @dataclass
 class FleetPlacement:
     deployments: list[DeploymentPlacement] = field(default_factory=list)
+    budgets: list[BudgetStatus] = field(default_factory=list, compare=False)   # FleetBudgets
 
     def find(self, namespace: str, name: str) -> DeploymentPlacement | None:
         for d in self.deployments:
@@ -132,7 +147,10 @@ class FleetPlacement:
         return {(d.namespace, d.name): d for d in reversed(self.deployments)}
 
     def to_json(self) -> dict[str, Any]:
-        return {"deployments": [d.to_json() for d in self.deployments]}
+        out: dict[str, Any] = {"deployments": [d.to_json() for d in self.deployments]}
+        if self.budgets:
+            out["budgets"] = [b.to_json() for b in self.budgets]
+        return out
 
     @classmethod
     def from_json(cls, data: Any) -> FleetPlacement:
@@ -232,7 +250,9 @@ def _deployment_from_json(d: Any, where: Where) -> DeploymentPlacement:
     for j, u in enumerate(_need(d, "unplaced", list, where, [])):
         uw = (*where, "unplaced", j)
         unplaced.append(Unplaced(_need(u, "index", int, uw),
-                                 _strings(_need(u, "reasons", dict, uw, {}), (*uw, "reasons"))))
+                                 _strings(_need(u, "reasons", dict, uw, {}), (*uw, "reasons")),
+                                 _extension(partial(Feasibility.from_json, u.get("feasibility")),
+                                            (*uw, "feasibility"))))
     return DeploymentPlacement(
         namespace=_need(d, "namespace", str, where),
         name=_need(d, "name", str, where),
@@ -240,6 +260,7 @@ def _deployment_from_json(d: Any, where: Where) -> DeploymentPlacement:
         replicas=replicas,
         conditions=conditions,
         unplaced=unplaced,
+        policy=_extension(partial(PolicyStatus.from_deployment_json, d), where),
     )
 
 
@@ -247,4 +268,24 @@ def _fleet_from_json(data: Any) -> FleetPlacement:
     deployments = [_deployment_from_json(d, ("deployments", i))
                    for i, d in enumerate(_need(data, "deployments", list, ()))]
     deployments.sort(key=lambda x: (x.namespace, x.name))
-    return FleetPlacement(deployments)
+    budgets = [_extension(partial(_budget_from_json, b), ("budgets", i))
+               for i, b in enumerate(_need(data, "budgets", list, (), []))]
+    return FleetPlacement(deployments, budgets)
+
+
+T = TypeVar("T")
+
+
+def _extension(parse: Callable[[], T], where: Where) -> T:
+    """Parse a block of the placement policies (policy_types), naming its path on error."""
+    try:
+        return parse()
+    except (ValueError, TypeError, KeyError) as exc:
+        raise PlacementFormatError(f"{_at(where)}: {exc}") from exc
+
+
+def _budget_from_json(b: Any) -> BudgetStatus:
+    conditions = b.get("conditions") or [] if isinstance(b, dict) else []
+    cond = next((Condition(str(c["type"]), str(c["status"]), str(c["reason"]), str(c.get("message", "")))
+                 for c in conditions), None)
+    return BudgetStatus.from_json(b, cond)

@@ -43,7 +43,7 @@ def test_json_schema_shape() -> None:
     assert list(d["replicas"][0]["engines"]["main"]) == ["pool", "members", "requests"]
     assert list(d["conditions"][0]) == ["type", "status", "reason", "message"]
     short = next(x for x in doc["deployments"] if x["name"] == "short")
-    assert list(short["unplaced"][0]) == ["index", "reasons"]
+    assert list(short["unplaced"][0]) == ["index", "reasons", "feasibility"]
     assert [x["name"] for x in doc["deployments"]] == ["g", "m", "short"]
 
 

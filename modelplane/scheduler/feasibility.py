@@ -1,0 +1,303 @@
+"""One verdict per unplaced replica (issue 14; Open Cluster Management enhancement #193):
+
+* `NotFeasible` — no cluster could ever hold it, at any size: the selectors match no
+  cluster, or no pool of a matching cluster matches an engine's device requests;
+* `FitsAfterScaleUp` — it fits on a cluster after adding nodes to some pools: which
+  cluster, how many nodes of which pool, and whether `maxNodeCount` lets the autoscaler
+  add them or a number has to be raised;
+* `Blocked` — pools could hold it, but a policy refuses: a FleetBudget, an untolerated
+  taint, a spread constraint or the cluster preference tiers.
+
+Replicas are assessed in order against one hypothetical ledger, so the second unplaced
+replica's scale-up counts the first's. Scale-ups are simulated on copies of the final
+ledger; nothing here changes the placement.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from modelplane.api import InferenceCluster
+
+from .budget import BudgetBook
+from .explain import no_pool_reason
+from .ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage
+from .phases import Context
+from .placement import EngineOptions, member_usage, place_engine
+from .policy_fill import BUDGET, CAPACITY, Refusal
+from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility
+from .shape import ClusterView, DeploymentShape, PoolView
+from .types import EnginePlacement, Unplaced
+
+MAX_LISTED = 3
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    """What the pool declares, and whether its capacity came from observation."""
+
+    node_count: int
+    max_node_count: int | None
+    observed: bool
+
+
+@dataclass
+class ScaleUp:
+    nodes: int
+    pools: dict[str, int]
+    engines: dict[str, EnginePlacement]
+    trial: Trial
+
+
+@dataclass
+class Assessor:
+    ctx: Context
+    ledger: Ledger
+    book: BudgetBook
+    sizes: Mapping[tuple[str, str], PoolSize]
+    _memo: dict[tuple[object, ...], int] = field(default_factory=dict)
+
+    def assess(self, shape: DeploymentShape, unplaced: list[Unplaced], budgets: tuple[str, ...],
+               refused: Mapping[str, Refusal] | None = None) -> list[Unplaced]:
+        if not unplaced or shape.invalid:
+            return unplaced
+        verdicts = self._verdicts(shape, len(unplaced), budgets, refused or {})
+        return [replace(u, feasibility=v) for u, v in zip(unplaced, verdicts, strict=True)]
+
+    # -- the three verdicts ---------------------------------------------------------
+    def _verdicts(self, shape: DeploymentShape, count: int, budgets: tuple[str, ...],
+                  refused: Mapping[str, Refusal]) -> list[Feasibility]:
+        ctx = self.ctx
+        candidates = ctx.candidates(shape)
+        if not candidates:
+            return [Feasibility(NOT_FEASIBLE, "no InferenceCluster matches the cluster selectors")] * count
+        never: dict[str, str] = {}
+        feasible: list[ClusterView] = []
+        for cluster in candidates:
+            why = _never(ctx.options(shape, cluster))
+            if why is None:
+                feasible.append(cluster)
+            else:
+                never[cluster.name] = why
+        if not feasible:
+            outside = len(ctx.clusters) - len(candidates)
+            lead = f"{outside} cluster(s) outside the cluster selectors; " if outside else ""
+            return [Feasibility(NOT_FEASIBLE, f"no cluster could ever hold it: {lead}{_listed(never)}")] * count
+        open_ = set(ctx.open_clusters(shape))
+        filtered = ctx.filter_reasons(shape)
+        blocked: dict[str, str] = {}
+        scalable: list[ClusterView] = []
+        for cluster in feasible:
+            refusal = refused.get(cluster.name)
+            if cluster.name not in open_:
+                blocked[cluster.name] = filtered.get(cluster.name, "untolerated taint")
+            elif refusal is not None and refusal.kind not in (CAPACITY, BUDGET):
+                blocked[cluster.name] = refusal.why
+            else:
+                scalable.append(cluster)
+        hypo = Trial(self.ledger)
+        left = {b: self.book.rules[b].max_devices - self.book.used[b] for b in budgets}
+        heap: list[tuple[int, str]] = []
+        plans: dict[str, ScaleUp] = {}
+        grown: dict[str, dict[str, int]] = {}       # cluster -> pool -> nodes added so far
+        for cluster in scalable:
+            plan = self._plan(shape, cluster, hypo)
+            if plan is not None:
+                plans[cluster.name] = plan
+                heap.append((plan.nodes, cluster.name))
+        heapq.heapify(heap)
+        out: list[Feasibility] = []
+        for _ in range(count):
+            if not heap:
+                why = _listed(blocked) if blocked else "no cluster has room at any size"
+                out.append(Feasibility(BLOCKED, f"every cluster that could hold it refuses: {why}"))
+                continue
+            nodes, name = heap[0]
+            plan = plans[name]
+            cluster = ctx.clusters[name]
+            costs = self.book.costs(budgets, shape, cluster, plan.engines)
+            over = next((b for b, c in costs.items() if c and c > left[b]), None)
+            if over is not None:
+                rule = self.book.rules[over]
+                out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {costs[over]} device(s), "
+                                                f"{max(0, left[over])} of {rule.max_devices} left"))
+                continue
+            if nodes == 0:
+                # Fits as the fleet is: only a policy refused it (the fill tried every cluster).
+                why = refused.get(name, Refusal(CAPACITY, "refused")).why
+                out.append(Feasibility(BLOCKED, f"{name} has room but refuses: {why}"))
+                continue
+            added = grown.setdefault(name, {})
+            for pool, n in plan.pools.items():
+                added[pool] = added.get(pool, 0) + n
+            touched = {p: n for p, n in sorted(added.items()) if n}
+            message = self._message(name, touched, after_others=len(out) > 0)
+            out.append(Feasibility(FITS_AFTER_SCALE_UP, message, name, touched))
+            for b, c in costs.items():
+                left[b] -= c
+            plan.trial.commit()                    # the next replica sees this one placed
+            fresh = self._plan(shape, cluster, hypo)
+            if fresh is None:
+                heapq.heappop(heap)
+            else:
+                plans[name] = fresh
+                heapq.heapreplace(heap, (fresh.nodes, name))
+        return out
+
+    # -- scale-up simulation --------------------------------------------------------
+    def _plan(self, shape: DeploymentShape, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
+        """The fewest nodes to add to `cluster`'s pools for one more replica, engine by
+        engine against a trial of `hypo`; None if it cannot fit at any size."""
+        trial = Trial(hypo)
+        unit = "nodes" if self.ledger.accounting == "Node" else "devices"
+        pools: dict[str, int] = {}
+        engines: dict[str, EnginePlacement] = {}
+        for opts in self.ctx.options(shape, cluster):
+            placed, _ = place_engine(opts, cluster.name, trial, unit)
+            if placed is None:
+                placed = self._grow(opts, cluster, trial, pools, unit)
+            if placed is None:
+                return None
+            engines[opts.engine.name] = placed
+        return ScaleUp(sum(pools.values()), pools, engines, trial)
+
+    def _grow(self, opts: EngineOptions, cluster: ClusterView, trial: Trial, pools: dict[str, int],
+              unit: str) -> EnginePlacement | None:
+        """Add the fewest nodes that let the engine place: one host pool, or for an engine
+        that only fits across a fabric group, each member's first matching pool."""
+        options: list[tuple[int, dict[str, int]]] = []
+        for pool, usages in opts.hosts:
+            n = self._nodes(trial.state((cluster.name, pool.name)), usages, pool)
+            options.append((n, {pool.name: n}))
+        for group in opts.groups:
+            need: dict[str, int] = {}
+            for mi, member in enumerate(opts.engine.members):
+                fit = next(((p, m) for p in group if (m := opts.member_fits_pool(mi, p)) is not None), None)
+                if fit is None:
+                    break
+                n = self._nodes(trial.state((cluster.name, fit[0].name)), member_usage(member, fit[1]), fit[0])
+                need[fit[0].name] = need.get(fit[0].name, 0) + n
+            else:
+                options.append((sum(need.values()), need))
+        for _, need in sorted(options, key=lambda o: o[0]):
+            for extra in range(0, 1 + sum(m.pod_count for m in opts.engine.members)):
+                sub = Trial(trial)
+                for pool_name, n in need.items():
+                    key = (cluster.name, pool_name)
+                    view = cluster.pool(pool_name)
+                    assert view is not None
+                    sub.put(key, _grown(sub.state(key), n + extra, _per_node(view)))
+                placed, _ = place_engine(opts, cluster.name, sub, unit)
+                if placed is not None:
+                    sub.commit()
+                    for pool_name, n in need.items():
+                        pools[pool_name] = pools.get(pool_name, 0) + n + extra
+                    return placed
+        return None
+
+    def _nodes(self, state: PoolState, usages: list[Usage], pool: PoolView) -> int:
+        key = (_fingerprint(state), tuple(usages), _per_node(pool))
+        hit = self._memo.get(key)
+        if hit is None:
+            hit = self._memo[key] = _nodes_to_add(state, usages, _per_node(pool))
+        return hit
+
+    def _message(self, cluster: str, added: dict[str, int], *, after_others: bool) -> str:
+        parts = []
+        for pool, n in added.items():
+            size = self.sizes.get((cluster, pool))
+            view = self.ctx.clusters[cluster].pool(pool)
+            basis = view.nodes if view is not None else 0
+            parts.append(f"{n} node(s) to pool {pool} ({_sizing(basis, basis + n, size)})")
+        tail = ", counting the unplaced replicas before it" if after_others else ""
+        return f"fits on {cluster} after adding " + " and ".join(parts) + tail
+
+
+def _never(options: list[EngineOptions]) -> str | None:
+    """Why no pool of the cluster can ever host some engine, at any size."""
+    for opts in options:
+        if opts.error:
+            return opts.error
+        if not opts.hosts and not opts.groups:
+            return no_pool_reason(opts.engine.name, opts.details)
+    return None
+
+
+def _listed(reasons: Mapping[str, str]) -> str:
+    items = sorted(reasons.items())
+    text = "; ".join(f"{c}: {why}" for c, why in items[:MAX_LISTED])
+    return text + (f"; and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
+
+
+def _sizing(basis: int, target: int, size: PoolSize | None) -> str:
+    if size is None:
+        return f"{basis} -> {target} nodes"
+    have = f"{basis} observed" if size.observed else str(basis)
+    if size.max_node_count:
+        if target <= size.max_node_count:
+            return (f"{have} -> {target} nodes, within maxNodeCount {size.max_node_count}: "
+                    "the autoscaler can add them")
+        return f"{have} -> {target} nodes: raise maxNodeCount from {size.max_node_count} to {target}"
+    if size.observed and target <= size.node_count:
+        return f"{have} -> {target} nodes: nodeCount {size.node_count} already asks for them"
+    return f"{have} -> {target} nodes: raise nodeCount from {size.node_count} to {target}"
+
+
+def _per_node(pool: PoolView) -> tuple[int, ...]:
+    return tuple(d.count for d in pool.cls.devices)
+
+
+def _fingerprint(state: PoolState) -> tuple[object, ...]:
+    if isinstance(state, NodePool):
+        return ("N", state.free)
+    assert isinstance(state, DevicePool)
+    return ("D", frozenset(state.groups.items()), state.overdraft)
+
+
+def _nodes_to_add(state: PoolState, usages: list[Usage], per_node: tuple[int, ...]) -> int:
+    """Nodes to add so that `usages` fit: in Node accounting the missing nodes; in Device
+    accounting one fresh node per pod the current nodes cannot hold, packed best-fit,
+    plus one per kept pod that is already without a node (an upper bound)."""
+    if isinstance(state, NodePool):
+        return max(0, sum(pods for pods, _ in usages) - state.free)
+    assert isinstance(state, DevicePool)
+    groups = dict(state.groups)
+    failed = []
+    for pods, per_pod in usages:
+        for _ in range(pods):
+            if not DevicePool._place(groups, per_pod):
+                failed.append(per_pod)
+    fresh: dict[tuple[int, ...], int] = {}
+    added = 0
+    for per_pod in sorted(failed, key=lambda p: -sum(p)):
+        if not DevicePool._place(fresh, per_pod):
+            fresh[per_node] = fresh.get(per_node, 0) + 1
+            added += 1
+            DevicePool._place(fresh, per_pod)
+    return state.overdraft + added
+
+
+def _grown(state: PoolState, n: int, per_node: tuple[int, ...]) -> PoolState:
+    """`state` with `n` more empty nodes; kept pods without a node take new ones first."""
+    if isinstance(state, NodePool):
+        return NodePool(state.free + n)
+    assert isinstance(state, DevicePool)
+    groups = dict(state.groups)
+    absorbed = min(n, state.overdraft)
+    if n - absorbed:
+        groups[per_node] = groups.get(per_node, 0) + n - absorbed
+    return DevicePool(groups, state.overdraft - absorbed)
+
+
+def pool_sizes(clusters: Mapping[str, InferenceCluster], observed: Mapping[str, Mapping[str, int]] | None
+               ) -> dict[tuple[str, str], PoolSize]:
+    """Declared nodeCount / maxNodeCount per (cluster, pool), and which were observed."""
+    out: dict[tuple[str, str], PoolSize] = {}
+    seen = observed or {}
+    for name, ic in clusters.items():
+        for pool in ic.spec.node_pools:
+            out[(name, pool.name)] = PoolSize(pool.node_count or 0, pool.max_node_count,
+                                              pool.name in (seen.get(name) or {}))
+    return out
