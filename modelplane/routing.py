@@ -21,12 +21,18 @@ from modelplane.render.meta import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
 MAX_WEIGHT = 1_000_000
 
 
+EVEN, CAPACITY = "Even", "Capacity"   # routingPolicy.weighting (ours, modelplane/api/placement.py)
+
+
 @dataclass(frozen=True)
 class RouteEntry:
     name: str
     weight: int = 1
     match_labels: Mapping[str, str] = field(default_factory=dict)
     priority: int = 0
+    # Even: the entry's share split evenly over its endpoints (the reference);
+    # Capacity: in proportion to each endpoint's `capacity`.
+    weighting: str = EVEN
 
     def matches(self, labels: Mapping[str, str]) -> bool:
         return all(labels.get(k) == v for k, v in self.match_labels.items())
@@ -58,6 +64,8 @@ class Endpoint:
     external: bool = False
     credential: Credential | None = None
     api_schema: str = "OpenAI"
+    # Serving engine copies behind the endpoint (`serving_capacity`); 1 for an external one.
+    capacity: int = 1
 
     @property
     def key(self) -> tuple[str, str]:
@@ -85,13 +93,38 @@ def _split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < rem else 0) for i in range(parts)]
 
 
+def _capacities(eps: list[Endpoint]) -> list[int]:
+    return [max(1, ep.capacity) for ep in eps]
+
+
+def _scale(live: list[tuple[RouteEntry, list[Endpoint]]]) -> int:
+    """The smallest multiplier of every entry's weight such that each endpoint of an Even
+    entry gets at least 1 and each Capacity entry divides exactly by its capacities."""
+    even = [math.ceil(len(eps) / e.weight) for e, eps in live if e.weighting != CAPACITY]
+    step = 1
+    for e, eps in live:
+        if e.weighting == CAPACITY:
+            total = sum(_capacities(eps))
+            step = math.lcm(step, total // math.gcd(total, e.weight))
+    base = max([1, *even])
+    return math.ceil(base / step) * step
+
+
+def _entry_split(e: RouteEntry, eps: list[Endpoint], scale: int) -> list[int]:
+    share = e.weight * scale
+    if e.weighting != CAPACITY:
+        return _split(share, len(eps))
+    caps = _capacities(eps)
+    return [share * c // sum(caps) for c in caps]    # exact: _scale made sum(caps) divide share
+
+
 def _tier_weights(groups: list[tuple[RouteEntry, list[Endpoint]]]) -> list[WeightedBackend]:
     live = [(e, eps) for e, eps in groups if eps]
     if not live:
         return []
     # Scale so every endpoint of every live entry gets at least 1 after splitting.
-    scale = max(1, max(math.ceil(len(eps) / e.weight) for e, eps in live))
-    raw = [(e, ep, w) for e, eps in live for ep, w in zip(eps, _split(e.weight * scale, len(eps)))]
+    scale = _scale(live)
+    raw = [(e, ep, w) for e, eps in live for ep, w in zip(eps, _entry_split(e, eps, scale), strict=True)]
     g = reduce(math.gcd, (w for _, _, w in raw))
     weights = [w // g for _, _, w in raw]
     top = max(weights)
@@ -156,12 +189,14 @@ def route_entries(service: Any) -> list[RouteEntry]:
     for i, e in enumerate(service.spec.endpoints):
         sel = getattr(e, "selector", None)
         labels = dict(getattr(sel, "match_labels", None) or {}) if sel is not None else {}
+        policy = getattr(e, "routing_policy", None)
         out.append(
             RouteEntry(
                 name=getattr(e, "name", None) or f"entry-{i}",
                 weight=int(getattr(e, "weight", None) or 1),
                 match_labels=labels,
                 priority=int(getattr(e, "priority", None) or 0),
+                weighting=getattr(policy, "weighting", None) or EVEN,
             )
         )
     return out
@@ -230,10 +265,23 @@ def replica_endpoint(
     template_labels: Mapping[str, str] | None = None,
     url: str = "",
     ready: bool = True,
+    capacity: int = 1,
 ) -> Endpoint:
     """The endpoint a placed replica gets (reference §4.1: template + managed labels)."""
     labels = dict(template_labels or {})
     labels.update(
         {DEPLOYMENT_LABEL: deployment, CLUSTER_LABEL: cluster, REPLICA_INDEX_LABEL: str(index)}
     )
-    return Endpoint(namespace, replica, labels, url=url, ready=ready)
+    return Endpoint(namespace, replica, labels, url=url, ready=ready, capacity=capacity)
+
+
+def serving_capacity(deployment: Any) -> int:
+    """Engine copies that answer requests in one replica of a ModelDeployment: every
+    engine's copies under Unified serving, the Decode engine's under PrefillDecode
+    (requests enter through the decode side). What `weighting: Capacity` weighs."""
+    spec = deployment.spec.template.spec
+    engines = list(getattr(spec, "engines", None) or [])
+    mode = getattr(getattr(spec, "serving", None), "mode", None) or "Unified"
+    if mode == "PrefillDecode":
+        engines = [e for e in engines if getattr(e, "phase", None) == "Decode"] or engines
+    return max(1, sum(int(getattr(e, "copies", None) or 1) for e in engines))

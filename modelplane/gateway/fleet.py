@@ -9,7 +9,14 @@ from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.gateway.config import ServiceRoute
-from modelplane.routing import Endpoint, compute_weights, endpoint_from_api, replica_endpoint, route_entries
+from modelplane.routing import (
+    Endpoint,
+    compute_weights,
+    endpoint_from_api,
+    replica_endpoint,
+    route_entries,
+    serving_capacity,
+)
 from modelplane.scheduler import FleetPlacement
 
 EngineUrl = Callable[[str, str, str], str]  # (namespace, replica, cluster) -> engine base URL
@@ -26,9 +33,11 @@ def placement_endpoints(fleet: Fleet, placement: FleetPlacement, engine_url: Eng
         dep = fleet.deployments.get((dp.namespace, dp.name))
         template = dep.spec.template.metadata if dep is not None else None
         labels = dict(template.labels or {}) if template is not None else {}
+        capacity = serving_capacity(dep) if dep is not None else 1
         for r in dp.replicas:
             url = engine_url(dp.namespace, r.name, r.cluster) if engine_url else ""
-            out.append(replica_endpoint(dp.namespace, r.name, dp.name, r.cluster, r.index, labels, url))
+            out.append(replica_endpoint(dp.namespace, r.name, dp.name, r.cluster, r.index, labels, url,
+                                        capacity=capacity))
     out.extend(endpoint_from_api(e) for _, e in sorted(fleet.endpoints.items()))
     return out
 
