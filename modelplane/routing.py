@@ -7,9 +7,10 @@ be tested without the API models; `route_entries`/`endpoint_from_api` adapt thos
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from modelplane.render.meta import LABEL_CLUSTER as CLUSTER_LABEL
@@ -130,7 +131,7 @@ def _tier_weights(groups: list[tuple[RouteEntry, list[Endpoint]]]) -> list[Weigh
     top = max(weights)
     if top > MAX_WEIGHT:
         weights = [max(1, round(w / top * MAX_WEIGHT)) for w in weights]
-    return [WeightedBackend(ep, w, e.name, e.priority) for (e, ep, _), w in zip(raw, weights)]
+    return [WeightedBackend(ep, w, e.name, e.priority) for (e, ep, _), w in zip(raw, weights, strict=True)]
 
 
 def compute_weights(
@@ -216,7 +217,7 @@ def _secret_ref(spec: Any) -> Any:
     return None
 
 
-def endpoint_from_api(obj: Any, ready: bool = True) -> Endpoint:
+def endpoint_from_api(obj: Any, *, ready: bool = True) -> Endpoint:
     """Endpoint from a hand-written ModelEndpoint (v0.3.1 url/rewritePath or newer origin/api)."""
     md, spec = obj.metadata, obj.spec
     origin = getattr(spec, "origin", None)
@@ -264,6 +265,7 @@ def replica_endpoint(
     index: int,
     template_labels: Mapping[str, str] | None = None,
     url: str = "",
+    *,
     ready: bool = True,
     capacity: int = 1,
 ) -> Endpoint:
