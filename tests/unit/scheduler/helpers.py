@@ -8,11 +8,28 @@ from typing import Any
 
 from modelplane.api import load_manifest_text
 from modelplane.naming import replica_name
-from modelplane.scheduler import (DeploymentPlacement, EnginePlacement, FleetPlacement,
-                                  PlacedReplica, place_fleet)
-from modelplane.scheduler.fleetgen import (cluster, deployment, device, engine, gpu_class,  # noqa: F401
-                                           inference_class, mem_at_least, member, model_cache,
-                                           pool, request, standalone, taint, to_yaml)
+from modelplane.scheduler import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedReplica, place_fleet
+from modelplane.scheduler.fleetgen import (  # noqa: F401
+    cluster,
+    deployment,
+    device,
+    engine,
+    fleet_budget,
+    gpu_class,
+    inference_class,
+    mem_at_least,
+    member,
+    model_cache,
+    placement_policy,
+    pool,
+    preferences,
+    request,
+    spread,
+    standalone,
+    taint,
+    tier,
+    to_yaml,
+)
 
 
 def load(docs: list[dict]) -> Any:
@@ -92,3 +109,68 @@ def gang(leader_gpus: int | None = 8, worker_nodes: int = 2, worker_gpus: int = 
               if leader_gpus else member("Leader"))
     worker = member("Worker", request("gpu", worker_gpus, mem_at_least(40)), nodes=worker_nodes)
     return engine(name, leader, worker, copies=copies)
+
+
+# Placement policies (issue 14) ---------------------------------------------------
+
+
+def cond(fp: FleetPlacement, name: str, type_: str, namespace: str = "default") -> tuple[str, str]:
+    """(status, reason) of a deployment's condition of that type."""
+    c = of(fp, name, namespace).condition(type_)
+    assert c is not None, f"{namespace}/{name} has no {type_} condition"
+    return (c.status, c.reason)
+
+
+def verdicts(fp: FleetPlacement, name: str, namespace: str = "default") -> list[str]:
+    return [u.feasibility.verdict if u.feasibility else "" for u in of(fp, name, namespace).unplaced]
+
+
+@dataclass
+class PolicyCase:
+    """A named scenario: fleet, expected placements, and per deployment the expected
+    (status, reason) of conditions and the verdict of every unplaced replica."""
+
+    name: str
+    docs: list[dict]
+    want: dict[str, list[str]]
+    conditions: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict)
+    verdicts: dict[str, list[str]] = field(default_factory=dict)
+    previous: FleetPlacement | None = None
+    accounting: str = "Node"
+    observed: dict | None = None
+    namespace: str = "default"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def check_policy(case: PolicyCase) -> FleetPlacement:
+    fp = plan(case.docs, case.previous, case.accounting, case.observed)
+    ns = case.namespace
+    for dep, want in case.want.items():
+        got = [f"{r.cluster}#{r.index}" for r in of(fp, dep, ns).replicas]
+        assert got == want, f"{case.name}: {dep} placed {got}, want {want}"
+    for dep, conds in case.conditions.items():
+        for type_, want_c in conds.items():
+            assert cond(fp, dep, type_, ns) == want_c, f"{case.name}: {dep} {type_}: {of(fp, dep, ns).condition(type_)}"
+    for dep, want_v in case.verdicts.items():
+        got_v = [u.feasibility for u in of(fp, dep, ns).unplaced]
+        assert verdicts(fp, dep, ns) == want_v, f"{case.name}: {dep} verdicts {got_v}"
+    return fp
+
+
+def replan(docs: list[dict], previous: FleetPlacement | None, accounting: str = "Node",
+           not_ready: tuple[str, ...] = ()) -> FleetPlacement:
+    """One more plan from the JSON of the previous one (what `--previous` reads), with
+    some replicas marked `"ready": false`."""
+    import json
+
+    prev = None
+    if previous is not None:
+        doc = json.loads(json.dumps(previous.to_json()))
+        for d in doc["deployments"]:
+            for r in d["replicas"]:
+                if r["name"] in not_ready:
+                    r["ready"] = False
+        prev = FleetPlacement.from_json(doc)
+    return plan(docs, prev, accounting)

@@ -1,0 +1,95 @@
+"""Our placement extensions (issue 14) load, default and fail like every other field:
+file, document, kind and name, field path, what is wrong and what would be right."""
+
+import pytest
+
+from modelplane.api import ManifestError, load_manifest_text
+from modelplane.scheduler.fleetgen import deployment, fleet_budget, placement_policy, preferences, spread, tier, to_yaml
+
+SERVICE = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelService
+metadata: {name: chat, namespace: ml}
+spec:
+  endpoints:
+  - selector: {matchLabels: {modelplane.ai/deployment: chat}}
+    routingPolicy: {weighting: %s}
+"""
+
+
+def error(text: str) -> str:
+    with pytest.raises(ManifestError) as exc:
+        load_manifest_text(text, "team.yaml")
+    return str(exc.value)
+
+
+def test_defaults() -> None:
+    dep = deployment("m", 1, policy=placement_policy(spread("region"), prefs=preferences(tier("a"))))
+    fleet = load_manifest_text(to_yaml([dep, fleet_budget("b", 4)]))
+    (d,) = fleet.deployments.values()
+    rule = d.spec.placement_policy.spread_constraints[0]
+    prefs = d.spec.placement_policy.cluster_preferences
+    assert (rule.min_groups, rule.max_groups, rule.max_replicas_per_group) == (1, None, None)
+    assert (prefs.return_after_plans, prefs.max_moves_per_plan) == (3, 1)
+    assert fleet.budgets["b"].spec.namespaces == []
+    svc = next(iter(load_manifest_text(SERVICE % "Capacity").services.values()))
+    assert svc.spec.endpoints[0].routing_policy.weighting == "Capacity"
+
+
+def test_reference_manifests_need_none_of_it() -> None:
+    (d,) = load_manifest_text(to_yaml([deployment("m", 1)])).deployments.values()
+    assert d.spec.placement_policy is None
+
+
+def test_round_trip_keeps_the_blocks() -> None:
+    docs = [deployment("m", 1, policy=placement_policy(spread("region", 2))), fleet_budget("b", 4)]
+    fleet = load_manifest_text(to_yaml(docs))
+    again = load_manifest_text(to_yaml(fleet.to_documents()))
+    assert again.to_documents() == fleet.to_documents()
+
+
+@pytest.mark.parametrize("policy, path, words", [
+    (placement_policy(spread("region", 3, 2)), "spec.placementPolicy.spreadConstraints[0]",
+     "maxGroups 2 is below minGroups 3; raise maxGroups or lower minGroups"),
+    (placement_policy(spread("region"), spread("region")), "spec.placementPolicy.spreadConstraints",
+     "topologyKey must be unique"),
+    (placement_policy(spread("not a key!")), "spec.placementPolicy.spreadConstraints[0].topologyKey",
+     "is not a qualified name"),
+    (placement_policy(spread("region", 0)), "spec.placementPolicy.spreadConstraints[0].minGroups",
+     "greater than or equal to 1"),
+    ({"spreadConstraints": [{"topologyKey": "region", "minGroups": "2"}]},
+     "spec.placementPolicy.spreadConstraints[0].minGroups", "valid integer"),
+    (placement_policy(prefs=preferences(tier("a"), tier("a"))), "spec.placementPolicy.clusterPreferences.tiers",
+     "tier names must be unique"),
+    (placement_policy(prefs=preferences()), "spec.placementPolicy.clusterPreferences.tiers", "at least 1 item"),
+    (placement_policy(prefs=preferences(tier("a"), return_after=0)),
+     "spec.placementPolicy.clusterPreferences.returnAfterPlans", "greater than or equal to 1"),
+    (placement_policy(prefs=preferences(tier("Tier 1"))), "spec.placementPolicy.clusterPreferences.tiers[0].name",
+     "is not a DNS label"),
+    ({"spreadConstraint": []}, "spec.placementPolicy.spreadConstraint",
+     "unknown field 'spreadConstraint'; fields allowed here: clusterPreferences, spreadConstraints"),
+])
+def test_invalid_policy(policy, path, words) -> None:
+    text = error(to_yaml([deployment("m", 1, namespace="ml", policy=policy)]))
+    assert f"team.yaml, document 0 (ModelDeployment ml/m) at {path}: " in text
+    assert words in text
+
+
+@pytest.mark.parametrize("budget, path, words", [
+    (fleet_budget("b", -1), "spec.maxDevices", "greater than or equal to 0"),
+    ({**fleet_budget("b", 1), "spec": {}}, "spec.maxDevices", "required field 'maxDevices' is missing"),
+    (fleet_budget("b", 1, namespaces=["ML Team"]), "spec.namespaces", "is not a DNS label"),
+    ({**fleet_budget("b", 1), "apiVersion": "modelplane.ai/v1alpha1"}, "apiVersion",
+     "FleetBudget is served as 'placement.modelplane-pulumi.dev/v1alpha1'"),
+    ({**fleet_budget("b", 1), "metadata": {"name": "b", "namespace": "ml"}}, "metadata.namespace",
+     "cluster-scoped; remove metadata.namespace"),
+])
+def test_invalid_budget(budget, path, words) -> None:
+    text = error(to_yaml([budget]))
+    assert f"(FleetBudget b) at {path}: " in text and words in text
+
+
+def test_invalid_weighting() -> None:
+    text = error(SERVICE % "Heavy")
+    assert "(ModelService ml/chat) at spec.endpoints[0].routingPolicy.weighting: " in text
+    assert "'Even' or 'Capacity'" in text
