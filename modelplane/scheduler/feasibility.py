@@ -26,12 +26,12 @@ from .explain import no_pool_reason
 from .ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage
 from .phases import Context
 from .placement import EngineOptions, member_usage, place_engine
-from .policy_fill import BUDGET, CAPACITY, Refusal
+from .policy_fill import BUDGET, CAPACITY, SPREAD, TIER, Refusal
 from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility
 from .shape import ClusterView, DeploymentShape, PoolView
 from .types import EnginePlacement, Unplaced
 
-MAX_LISTED = 3
+_POLICY = {SPREAD: "spreadConstraints", TIER: "clusterPreferences", BUDGET: "FleetBudget"}
 
 
 @dataclass(frozen=True)
@@ -82,19 +82,19 @@ class Assessor:
             else:
                 never[cluster.name] = why
         if not feasible:
-            outside = len(ctx.clusters) - len(candidates)
-            lead = f"{outside} cluster(s) outside the cluster selectors; " if outside else ""
-            return [Feasibility(NOT_FEASIBLE, f"no cluster could ever hold it: {lead}{_listed(never)}")] * count
+            first, why = sorted(never.items())[0]
+            text = (f"no pool of the {len(candidates)} cluster(s) the selectors match could ever hold it, "
+                    f"at any size (first, {first}: {why})")
+            return [Feasibility(NOT_FEASIBLE, text)] * count
         open_ = set(ctx.open_clusters(shape))
-        filtered = ctx.filter_reasons(shape)
-        blocked: dict[str, str] = {}
+        blocked: dict[str, str] = {}                # cluster -> the policy refusing it
         scalable: list[ClusterView] = []
         for cluster in feasible:
             refusal = refused.get(cluster.name)
             if cluster.name not in open_:
-                blocked[cluster.name] = filtered.get(cluster.name, "untolerated taint")
+                blocked[cluster.name] = "taints"
             elif refusal is not None and refusal.kind not in (CAPACITY, BUDGET):
-                blocked[cluster.name] = refusal.why
+                blocked[cluster.name] = _POLICY.get(refusal.kind, refusal.kind)
             else:
                 scalable.append(cluster)
         hypo = Trial(self.ledger)
@@ -111,8 +111,12 @@ class Assessor:
         out: list[Feasibility] = []
         for _ in range(count):
             if not heap:
-                why = _listed(blocked) if blocked else "no cluster has room at any size"
-                out.append(Feasibility(BLOCKED, f"every cluster that could hold it refuses: {why}"))
+                by_policy: dict[str, list[str]] = {}
+                for c, policy in sorted(blocked.items()):
+                    by_policy.setdefault(policy, []).append(c)
+                why = "; ".join(f"{p} ({', '.join(cs)})" for p, cs in sorted(by_policy.items()))
+                out.append(Feasibility(BLOCKED, f"every cluster that could hold it refuses it by policy: {why}"
+                                       if why else "no cluster can grow to hold it"))
                 continue
             nodes, name = heap[0]
             plan = plans[name]
@@ -223,12 +227,6 @@ def _never(options: list[EngineOptions]) -> str | None:
         if not opts.hosts and not opts.groups:
             return no_pool_reason(opts.engine.name, opts.details)
     return None
-
-
-def _listed(reasons: Mapping[str, str]) -> str:
-    items = sorted(reasons.items())
-    text = "; ".join(f"{c}: {why}" for c, why in items[:MAX_LISTED])
-    return text + (f"; and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else "")
 
 
 def _sizing(basis: int, target: int, size: PoolSize | None) -> str:

@@ -12,13 +12,23 @@ def verdict(u: Unplaced) -> str:
     return f" {f.verdict}: {f.message}" if f is not None else ""
 
 
+def placed(d: DeploymentPlacement) -> int:
+    """Replicas counted against spec.replicas: the new half of a move is extra."""
+    return len(d.replicas) - (len(d.policy.moves) if d.policy is not None else 0)
+
+
+def surge_note(d: DeploymentPlacement) -> str:
+    moving = len(d.replicas) - placed(d)
+    return f" (+{moving} moving back)" if moving else ""
+
+
 def deployment_lines(d: DeploymentPlacement, indent: str = "  ") -> list[str]:
     """Tiers and moves of a deployment under clusterPreferences."""
     p = d.policy
     if p is None or not p.tiers:
         return []
     by_tier: dict[str, list[str]] = {}
-    for replica, tier in sorted(p.tiers.items()):
+    for replica, tier in p.tiers.items():           # most preferred tier first
         by_tier.setdefault(tier, []).append(replica)
     out = [indent + "tiers: " + "; ".join(f"{t}: {', '.join(rs)}" for t, rs in by_tier.items())]
     for m in p.moves:

@@ -98,7 +98,7 @@ class PolicyStatus:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.tiers:
-            out["tiers"] = dict(sorted(self.tiers.items()))
+            out["tiers"] = dict(self.tiers)
             out["returnStreak"] = self.return_streak
             out["moves"] = [m.to_json() for m in self.moves]
         if self.spread:

@@ -154,5 +154,6 @@ def _find(pf: PolicyFill, movable: list[PlacedReplica], prefs: Preferences
 def status(pf: PolicyFill, prefs: Preferences, moves: Moves) -> PolicyStatus:
     clusters = pf.ctx.clusters
     current = pf.st.retained + pf.st.placed
-    tiers = {r.name: prefs.tier_name(prefs.rank(clusters[r.cluster])) for r in current}
+    ranked = sorted(current, key=lambda r: (prefs.rank(clusters[r.cluster]), r.name))
+    tiers = {r.name: prefs.tier_name(prefs.rank(clusters[r.cluster])) for r in ranked}   # most preferred first
     return PolicyStatus(tiers=tiers, return_streak=moves.streak, moves=moves.all())

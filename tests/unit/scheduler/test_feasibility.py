@@ -95,7 +95,9 @@ def test_scale_up_says_what_to_change(declared, observed, replicas, want) -> Non
 
 def test_not_feasible_names_the_clusters() -> None:
     (f,) = feasibility(check_policy(CASES[0]))
-    assert f.message.startswith("no cluster could ever hold it: a: no pool for engine main")
+    assert f.message.startswith("no pool of the 1 cluster(s) the selectors match could ever hold it, at any size "
+                                "(first, a: no pool for engine main: pool p: member 0 (Standalone) request 'gpu' "
+                                "matched too few devices (needs 16")
 
 
 def test_json_carries_the_verdict() -> None:

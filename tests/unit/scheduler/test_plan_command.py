@@ -78,3 +78,47 @@ def test_invalid_previous_exits_2(fleet_dir, tmp_path, capsys, content) -> None:
 def test_missing_previous_file_exits_2(fleet_dir, tmp_path, capsys) -> None:
     assert run([str(fleet_dir), "--previous", str(tmp_path / "nope.json")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+
+
+def test_table_shows_policies(capsys) -> None:
+    assert run([str(EXAMPLES / "policy-budget")]) == 0
+    out = capsys.readouterr().out
+    assert "WithinBudget=False BudgetExceeded: FleetBudget ml-team-gpus: a replica needs 2 device(s)" in out
+    assert "unplaced replica #2: Blocked: FleetBudget ml-team-gpus: a replica needs 2 device(s), 0 of 12 left" in out
+    assert "FLEETBUDGET   MAX  USED  REFUSED  DEPLOYMENTS" in out
+    assert "ml-team-gpus  12   12    1        ml-team/chat, ml-team/summarize" in out
+
+
+def test_moves_through_previous_files(tmp_path, capsys) -> None:
+    """The preference example driven through files, as the README tour does it; a
+    replica marked "ready": false in --previous keeps the one it replaces."""
+    d = EXAMPLES / "policy-preferences"
+    docs = []
+    for args in ([str(d), "--json", "--observed", str(d / "outage.json")], [str(d), "--json"], [str(d), "--json"]):
+        if docs:
+            (tmp_path / "prev.json").write_text(json.dumps(docs[-1]))
+            args += ["--previous", str(tmp_path / "prev.json")]
+        assert run(args) == 0
+        docs.append(json.loads(capsys.readouterr().out))
+    chat = docs[-1]["deployments"][0]
+    assert chat["placementPolicy"]["returnStreak"] == 2
+    (move,) = chat["placementPolicy"]["moves"]
+    for r in chat["replicas"]:
+        r["ready"] = r["name"] != move["to"]
+    (tmp_path / "prev.json").write_text(json.dumps(docs[-1]))
+    assert run([str(d), "--previous", str(tmp_path / "prev.json")]) == 0
+    out = capsys.readouterr().out
+    assert "ml-team/chat: 3 of 3 replicas placed (+1 moving back)" in out
+    assert f"moving back: {move['from']} (cloud) -> {move['to']} (onprem)" in out
+    assert "not kept" not in out
+
+
+def test_malformed_policy_state_in_previous_is_an_input_error(tmp_path, capsys) -> None:
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps({"deployments": [{"namespace": "ml-team", "name": "chat", "replicas": [],
+                                                 "placementPolicy": {"returnStreak": -1}}]}))
+    assert run([str(EXAMPLES / "policy-preferences"), "--previous", str(prev)]) == 2
+    assert "returnStreak" in capsys.readouterr().err

@@ -76,7 +76,8 @@ def test_unplaced_reason_names_the_rule() -> None:
     fp = check_policy(CASES[3])
     reasons = fp.find("default", "m").unplaced[0].reasons
     assert reasons["a2"] == f"spread {REGION}: group a already has 1 replica(s) (maxReplicasPerGroup 1)"
-    assert "maxReplicasPerGroup" in fp.find("default", "m").unplaced[0].feasibility.message
+    assert fp.find("default", "m").unplaced[0].feasibility.message == (
+        "every cluster that could hold it refuses it by policy: spreadConstraints (a1, a2, b1)")
 
 
 def test_json_reports_groups() -> None:
