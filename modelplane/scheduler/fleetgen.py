@@ -129,7 +129,8 @@ def tier(name: str, **match_labels: str) -> dict[str, Any]:
     return {"name": name, "clusterSelector": {"matchLabels": dict(match_labels)}}
 
 
-def preferences(*tiers: dict[str, Any], return_after: int | None = None, max_moves: int | None = None) -> dict[str, Any]:
+def preferences(*tiers: dict[str, Any], return_after: int | None = None,
+                max_moves: int | None = None) -> dict[str, Any]:
     prefs: dict[str, Any] = {"tiers": list(tiers)}
     if return_after is not None:
         prefs["returnAfterPlans"] = return_after
