@@ -31,6 +31,7 @@ from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibilit
 from .shape import ClusterView, DeploymentShape, PoolView
 from .types import EnginePlacement, Unplaced
 
+MISSING = -1
 _POLICY = {SPREAD: "spreadConstraints", TIER: "clusterPreferences", BUDGET: "FleetBudget"}
 
 
@@ -58,6 +59,9 @@ class Assessor:
     book: BudgetBook
     sizes: Mapping[tuple[str, str], PoolSize]
     _memo: dict[tuple[object, ...], int] = field(default_factory=dict)
+    # (shape, cluster signature, pool states) -> nodes of its plan: clusters stamped from
+    # one template in the same state share the answer
+    _plans: dict[tuple[object, ...], int | None] = field(default_factory=dict)   # None: never fits
 
     def assess(self, shape: DeploymentShape, unplaced: list[Unplaced], budgets: tuple[str, ...],
                refused: Mapping[str, Refusal] | None = None) -> list[Unplaced]:
@@ -103,10 +107,9 @@ class Assessor:
         plans: dict[str, ScaleUp] = {}
         grown: dict[str, dict[str, int]] = {}       # cluster -> pool -> nodes added so far
         for cluster in scalable:
-            plan = self._plan(shape, cluster, hypo)
-            if plan is not None:
-                plans[cluster.name] = plan
-                heap.append((plan.nodes, cluster.name))
+            nodes = self._nodes_for(shape, cluster, self.ledger)    # hypo is still empty
+            if nodes is not None:
+                heap.append((nodes, cluster.name))
         heapq.heapify(heap)
         out: list[Feasibility] = []
         for _ in range(count):
@@ -119,8 +122,9 @@ class Assessor:
                                        if why else "no cluster can grow to hold it"))
                 continue
             nodes, name = heap[0]
-            plan = plans[name]
             cluster = ctx.clusters[name]
+            plan = plans.get(name) or self._plan(shape, cluster, hypo)
+            assert plan is not None and plan.nodes == nodes
             costs = self.book.costs(budgets, shape, cluster, plan.engines)
             over = next((b for b, c in costs.items() if c and c > left[b]), None)
             if over is not None:
@@ -151,6 +155,16 @@ class Assessor:
         return out
 
     # -- scale-up simulation --------------------------------------------------------
+    def _nodes_for(self, shape: DeploymentShape, cluster: ClusterView, source: Ledger | Trial) -> int | None:
+        """`_plan(...).nodes` against `source`, memoized by what it depends on."""
+        read = source.peek if isinstance(source, Trial) else source.state
+        key = (shape, cluster.signature, *(_fingerprint(read((cluster.name, p.name))) for p in cluster.pools))
+        hit = self._plans.get(key, MISSING)
+        if hit is MISSING:
+            plan = self._plan(shape, cluster, Trial(source))
+            hit = self._plans[key] = plan.nodes if plan is not None else None
+        return hit
+
     def _plan(self, shape: DeploymentShape, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
         """The fewest nodes to add to `cluster`'s pools for one more replica, engine by
         engine against a trial of `hypo`; None if it cannot fit at any size."""
@@ -247,11 +261,12 @@ def _per_node(pool: PoolView) -> tuple[int, ...]:
     return tuple(d.count for d in pool.cls.devices)
 
 
-def _fingerprint(state: PoolState) -> tuple[object, ...]:
+def _fingerprint(state: PoolState) -> object:
+    """What a pool's answer depends on (a ledger holds one kind of pool)."""
     if isinstance(state, NodePool):
-        return ("N", state.free)
+        return state.free
     assert isinstance(state, DevicePool)
-    return ("D", frozenset(state.groups.items()), state.overdraft)
+    return (frozenset(state.groups.items()), state.overdraft)
 
 
 def _nodes_to_add(state: PoolState, usages: list[Usage], per_node: tuple[int, ...]) -> int:

@@ -201,6 +201,13 @@ class Trial:
     def put(self, key: PoolKey, state: PoolState) -> None:
         self._touched[key] = state
 
+    def peek(self, key: PoolKey) -> PoolState:
+        """The state as this trial sees it, not copied: read it, never change it."""
+        s = self._touched.get(key)
+        if s is not None:
+            return s
+        return self._parent.peek(key) if isinstance(self._parent, Trial) else self._parent.state(key)
+
     def commit(self) -> None:
         for key, state in self._touched.items():
             self._parent.put(key, state)
