@@ -115,8 +115,8 @@ class Assessor:
         for _ in range(count):
             if not heap:
                 by_policy: dict[str, list[str]] = {}
-                for c, policy in sorted(blocked.items()):
-                    by_policy.setdefault(policy, []).append(c)
+                for blocked_name, policy in sorted(blocked.items()):
+                    by_policy.setdefault(policy, []).append(blocked_name)
                 why = "; ".join(f"{p} ({', '.join(cs)})" for p, cs in sorted(by_policy.items()))
                 out.append(Feasibility(BLOCKED, f"every cluster that could hold it refuses it by policy: {why}"
                                        if why else "no cluster can grow to hold it"))
@@ -143,8 +143,8 @@ class Assessor:
             touched = {p: n for p, n in sorted(added.items()) if n}
             message = self._message(name, touched, after_others=len(out) > 0)
             out.append(Feasibility(FITS_AFTER_SCALE_UP, message, name, touched))
-            for b, c in costs.items():
-                left[b] -= c
+            for budget, cost in costs.items():
+                left[budget] -= cost
             plan.trial.commit()                    # the next replica sees this one placed
             fresh = self._plan(shape, cluster, hypo)
             if fresh is None:
