@@ -76,7 +76,9 @@ class Assessor:
         ctx = self.ctx
         candidates = ctx.candidates(shape)
         if not candidates:
-            return [Feasibility(NOT_FEASIBLE, "no InferenceCluster matches the cluster selectors")] * count
+            first = next(iter(sorted(ctx.filter_reasons(shape).items())), None)
+            why = f" (first, {first[0]}: {first[1]})" if first else ""
+            return [Feasibility(NOT_FEASIBLE, f"no InferenceCluster passes the cluster selectors{why}")] * count
         never: dict[str, str] = {}
         feasible: list[ClusterView] = []
         for cluster in candidates:

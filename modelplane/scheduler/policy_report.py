@@ -3,6 +3,8 @@ CLI and the Pulumi preview print the same words."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .types import DeploymentPlacement, FleetPlacement, Unplaced
 
 
@@ -51,4 +53,16 @@ def budget_lines(fp: FleetPlacement) -> list[str]:
         c = b.condition
         if c is not None and c.status == "False":
             out.append(f"  {b.name}: {c.type}={c.status} {c.reason}: {c.message}")
+    return out
+
+
+def summary(d: DeploymentPlacement) -> dict[str, Any]:
+    """What a deployment's stack output adds under a policy: its placementPolicy block
+    and the verdict of every unplaced replica (empty when there is neither)."""
+    out: dict[str, Any] = {}
+    block = d.policy.to_json() if d.policy is not None else {}
+    if block:
+        out["placementPolicy"] = block
+    if any(u.feasibility for u in d.unplaced):
+        out["feasibility"] = [u.feasibility.to_json() for u in d.unplaced if u.feasibility]
     return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from . import policy_report
 from .ledger import DEFAULT_ACCOUNTING
 from .types import DeploymentPlacement, FleetPlacement, PlacedReplica
 
@@ -34,18 +35,21 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
         out.append("no ModelDeployments")
     for d in placement.deployments:
         out.append("")
-        out.append(f"{d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed")
+        out.append(f"{d.namespace}/{d.name}: {policy_report.placed(d)} of {d.desired} replicas placed"
+                   f"{policy_report.surge_note(d)}")
         for c in d.conditions:
             out.append(f"  {c.type}={c.status} {c.reason}: {c.message}")
         if d.replicas:
             rows = [(r.name, r.cluster, str(r.index), _engines(r)) for r in d.replicas]
             out += _rows(("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL"), rows, "  ")
+        out += policy_report.deployment_lines(d)
         for rep, why in d.dropped:
             out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why}")
         for u in d.unplaced:
-            out.append(f"  unplaced replica #{u.index}:")
+            out.append(f"  unplaced replica #{u.index}:{policy_report.verdict(u)}")
             for cluster, why in u.reasons.items():
                 out.append(f"    {cluster}: {why}")
+    out += policy_report.budget_lines(placement)
     return "\n".join(out) + "\n"
 
 
@@ -54,7 +58,8 @@ def explanations(d: DeploymentPlacement) -> list[str]:
     lines = []
     for unplaced in d.unplaced:
         reasons = "; ".join(f"{c}: {r}" for c, r in sorted(unplaced.reasons.items()))
-        lines.append(f"replica {unplaced.index} not placed: {reasons or 'no candidate cluster'}")
+        lines.append(f"replica {unplaced.index} not placed:{policy_report.verdict(unplaced)}"
+                     f"{';' if unplaced.feasibility else ''} {reasons or 'no candidate cluster'}")
     return lines
 
 
@@ -62,9 +67,9 @@ def shortfalls(placement: FleetPlacement) -> list[str]:
     """One message per deployment with fewer replicas placed than desired."""
     out = []
     for d in placement.deployments:
-        if len(d.replicas) >= d.desired:
+        if policy_report.placed(d) >= d.desired:
             continue
-        lines = [f"ModelDeployment {d.namespace}/{d.name}: {len(d.replicas)} of {d.desired} replicas placed"]
+        lines = [f"ModelDeployment {d.namespace}/{d.name}: {policy_report.placed(d)} of {d.desired} replicas placed"]
         lines += [f"  {line}" for line in explanations(d)]
         out.append("\n".join(lines))
     return out
@@ -78,8 +83,9 @@ def replica_summary(d: DeploymentPlacement) -> list[dict[str, Any]]:
 
 def deployment_summary(d: DeploymentPlacement) -> dict[str, Any]:
     """What the program exports per deployment (`pulumi stack output deployments`)."""
-    return {"desired": d.desired, "replicas": replica_summary(d),
-            "conditions": [c.to_json() for c in d.conditions], "explanations": explanations(d)}
+    out = {"desired": d.desired, "replicas": replica_summary(d),
+           "conditions": [c.to_json() for c in d.conditions], "explanations": explanations(d)}
+    return out | policy_report.summary(d)
 
 
 def deployment_outputs(placement: FleetPlacement) -> dict[str, dict[str, Any]]:
