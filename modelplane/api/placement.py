@@ -16,7 +16,15 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector, check_dns_label, check_dns_subdomain, check_qualified_name
+from .common import (
+    ApiModel,
+    KindObject,
+    LabelSelector,
+    check_dns_label,
+    check_dns_subdomain,
+    check_qualified_name,
+    check_unique,
+)
 
 # Not under modelplane.ai: that domain is the reference's, which may one day define a
 # kind of the same name. A group of our own makes the reference's API server answer
@@ -79,11 +87,7 @@ class ClusterPreferences(ApiModel):
     @field_validator("tiers")
     @classmethod
     def _unique(cls, tiers: list[PreferenceTier]) -> list[PreferenceTier]:
-        names = [t.name for t in tiers]
-        dupes = sorted({n for n in names if names.count(n) > 1})
-        if dupes:
-            raise ValueError(f"tier names must be unique; {', '.join(dupes)} appears more than once")
-        return tiers
+        return check_unique(tiers, "tier names")
 
 
 class PlacementPolicy(ApiModel):
@@ -96,12 +100,7 @@ class PlacementPolicy(ApiModel):
     @field_validator("spread_constraints")
     @classmethod
     def _unique_keys(cls, rules: list[SpreadConstraint]) -> list[SpreadConstraint]:
-        keys = [r.topology_key for r in rules]
-        dupes = sorted({k for k in keys if keys.count(k) > 1})
-        if dupes:
-            raise ValueError(f"spreadConstraints topologyKey must be unique; {', '.join(dupes)} appears "
-                             "more than once (merge them into one constraint)")
-        return rules
+        return check_unique(rules, "spreadConstraints topologyKey", key=lambda r: r.topology_key)
 
 
 class RoutingPolicy(ApiModel):
@@ -122,20 +121,13 @@ class FleetBudgetSpec(ApiModel):
     @field_validator("namespaces")
     @classmethod
     def _namespaces(cls, values: list[str]) -> list[str]:
-        for v in values:
-            check_dns_label(v, "namespace")
-        if len(set(values)) != len(values):
-            raise ValueError("namespaces must be unique")
-        return values
+        return check_unique([check_dns_label(v, "namespace") for v in values], "namespaces", key=str)
 
     @field_validator("device_class_names")
     @classmethod
     def _classes(cls, values: list[str]) -> list[str]:
-        for v in values:
-            check_dns_subdomain(v, "deviceClassName")
-        if len(set(values)) != len(values):
-            raise ValueError("deviceClassNames must be unique")
-        return values
+        return check_unique([check_dns_subdomain(v, "deviceClassName") for v in values], "deviceClassNames",
+                            key=str)
 
 
 class FleetBudget(KindObject):

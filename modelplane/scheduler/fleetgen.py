@@ -4,9 +4,13 @@ property tests and benchmark to state fleets briefly. Output loads with
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 import yaml
+
+from .types import FleetPlacement
 
 API = "modelplane.ai/v1alpha1"
 GPU_DRIVER = "gpu.nvidia.com"
@@ -171,3 +175,32 @@ def model_cache(name: str, namespace: str = "default", selector: dict[str, str] 
 
 def to_yaml(docs: list[dict]) -> str:
     return yaml.safe_dump_all(docs, sort_keys=False)
+
+
+def service_entry(match_labels: dict[str, str], weighting: str | None = None, weight: int | None = None,
+                  name: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {"selector": {"matchLabels": dict(match_labels)}}
+    if name is not None:
+        entry["name"] = name
+    if weight is not None:
+        entry["weight"] = weight
+    if weighting is not None:
+        entry["routingPolicy"] = {"weighting": weighting}
+    return entry
+
+
+def model_service(name: str, *entries: dict[str, Any], namespace: str = "default") -> dict[str, Any]:
+    return {"apiVersion": API, "kind": "ModelService", "metadata": {"name": name, "namespace": namespace},
+            "spec": {"endpoints": list(entries)}}
+
+
+def previous_from(placement: FleetPlacement, not_ready: Iterable[str] = ()) -> FleetPlacement:
+    """`placement` as the next plan reads it (`--previous`: through its JSON), with the
+    named replicas marked `"ready": false`."""
+    doc = json.loads(json.dumps(placement.to_json()))
+    names = set(not_ready)
+    for d in doc["deployments"]:
+        for r in d["replicas"]:
+            if r["name"] in names:
+                r["ready"] = False
+    return FleetPlacement.from_json(doc)

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections import Counter, defaultdict
 
 from hypothesis import HealthCheck, event, given, settings
@@ -28,6 +27,7 @@ from modelplane.scheduler.fleetgen import (
     placement_policy,
     pool,
     preferences,
+    previous_from,
     spread,
     standalone,
     tier,
@@ -112,14 +112,7 @@ def load(docs):
 
 def replan(docs, previous: FleetPlacement | None, accounting: str, not_ready: frozenset[str] = frozenset(),
            observed: dict | None = None):
-    prev = None
-    if previous is not None:
-        doc = json.loads(json.dumps(previous.to_json()))
-        for d in doc["deployments"]:
-            for r in d["replicas"]:
-                if r["name"] in not_ready:
-                    r["ready"] = False
-        prev = FleetPlacement.from_json(doc)
+    prev = previous_from(previous, not_ready) if previous is not None else None
     return place_fleet(load(docs), previous=prev, accounting=accounting, observed=observed)
 
 

@@ -4,17 +4,22 @@ file, document, kind and name, field path, what is wrong and what would be right
 import pytest
 
 from modelplane.api import ManifestError, load_manifest_text
-from modelplane.scheduler.fleetgen import deployment, fleet_budget, placement_policy, preferences, spread, tier, to_yaml
+from modelplane.scheduler.fleetgen import (
+    deployment,
+    fleet_budget,
+    model_service,
+    placement_policy,
+    preferences,
+    service_entry,
+    spread,
+    tier,
+    to_yaml,
+)
 
-SERVICE = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelService
-metadata: {name: chat, namespace: ml}
-spec:
-  endpoints:
-  - selector: {matchLabels: {modelplane.ai/deployment: chat}}
-    routingPolicy: {weighting: %s}
-"""
+
+def service(weighting: str) -> str:
+    entry = service_entry({"modelplane.ai/deployment": "chat"}, weighting)
+    return to_yaml([model_service("chat", entry, namespace="ml")])
 
 
 def error(text: str) -> str:
@@ -32,7 +37,7 @@ def test_defaults() -> None:
     assert (rule.min_groups, rule.max_groups, rule.max_replicas_per_group) == (1, None, None)
     assert (prefs.return_after_plans, prefs.max_moves_per_plan) == (3, 1)
     assert fleet.budgets["b"].spec.namespaces == []
-    svc = next(iter(load_manifest_text(SERVICE % "Capacity").services.values()))
+    svc = next(iter(load_manifest_text(service("Capacity")).services.values()))
     assert svc.spec.endpoints[0].routing_policy.weighting == "Capacity"
 
 
@@ -90,6 +95,6 @@ def test_invalid_budget(budget, path, words) -> None:
 
 
 def test_invalid_weighting() -> None:
-    text = error(SERVICE % "Heavy")
+    text = error(service("Heavy"))
     assert "(ModelService ml/chat) at spec.endpoints[0].routingPolicy.weighting: " in text
     assert "'Even' or 'Capacity'" in text

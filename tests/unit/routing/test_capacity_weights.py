@@ -18,7 +18,7 @@ from modelplane.routing import (
     route_entries,
     serving_capacity,
 )
-from modelplane.scheduler.fleetgen import deployment, engine, standalone, to_yaml
+from modelplane.scheduler.fleetgen import deployment, engine, model_service, service_entry, standalone, to_yaml
 
 
 def eps(dep: str, *caps: int, ready: bool = True):
@@ -89,20 +89,13 @@ def test_entry_shares_follow_entry_weights(caps, n_even, w_cap, w_even):
     assert max(even) - min(even) <= 1                   # the even entry still splits evenly
 
 
-SERVICE = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelService
-metadata: {name: chat, namespace: ml}
-spec:
-  endpoints:
-  - selector: {matchLabels: {modelplane.ai/deployment: a}}
-    routingPolicy: {weighting: Capacity}
-  - selector: {matchLabels: {modelplane.ai/deployment: b}}
-"""
+def service(*entries) -> str:
+    return to_yaml([model_service("chat", *entries, namespace="ml")])
 
 
 def test_route_entries_read_the_routing_policy():
-    svc = next(iter(load_manifest_text(SERVICE).services.values()))
+    text = service(service_entry({DEPLOYMENT_LABEL: "a"}, CAPACITY), service_entry({DEPLOYMENT_LABEL: "b"}))
+    svc = next(iter(load_manifest_text(text).services.values()))
     assert [e.weighting for e in route_entries(svc)] == [CAPACITY, "Even"]
 
 
@@ -116,17 +109,6 @@ def test_serving_capacity_counts_copies_of_serving_engines():
     assert caps == {"u": 3, "pd": 5}
 
 
-APP_SERVICE = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelService
-metadata: {name: chat, namespace: ml}
-spec:
-  endpoints:
-  - selector: {matchLabels: {example.org/app: chat}}
-    routingPolicy: {weighting: Capacity}
-"""
-
-
 def test_plan_to_routes_weighs_replicas_by_their_copies():
     """Manifests -> placement -> endpoints -> weights: one entry over two deployments of
     one app, 3 copies vs 1, splits 3:1 instead of the reference's 1:1."""
@@ -138,7 +120,8 @@ def test_plan_to_routes_weighs_replicas_by_their_copies():
     small = deployment("small", 1, namespace="ml")
     for d in (big, small):
         d["spec"]["template"]["metadata"] = {"labels": {"example.org/app": "chat"}}
-    docs = to_yaml([gpu_class("h100", 8), cluster("c1", pool("p", "h100", 1)), big, small]) + "---\n" + APP_SERVICE
+    app = service_entry({"example.org/app": "chat"}, CAPACITY)
+    docs = to_yaml([gpu_class("h100", 8), cluster("c1", pool("p", "h100", 1)), big, small]) + "---\n" + service(app)
     fleet = load_manifest_text(docs)
     placement = place_fleet(fleet)
     (route,) = fleet_routes(fleet, placement_endpoints(fleet, placement))

@@ -23,6 +23,7 @@ from modelplane.scheduler.fleetgen import (  # noqa: F401
     placement_policy,
     pool,
     preferences,
+    previous_from,
     request,
     spread,
     standalone,
@@ -163,14 +164,4 @@ def replan(docs: list[dict], previous: FleetPlacement | None, accounting: str = 
            not_ready: tuple[str, ...] = ()) -> FleetPlacement:
     """One more plan from the JSON of the previous one (what `--previous` reads), with
     some replicas marked `"ready": false`."""
-    import json
-
-    prev = None
-    if previous is not None:
-        doc = json.loads(json.dumps(previous.to_json()))
-        for d in doc["deployments"]:
-            for r in d["replicas"]:
-                if r["name"] in not_ready:
-                    r["ready"] = False
-        prev = FleetPlacement.from_json(doc)
-    return plan(docs, prev, accounting)
+    return plan(docs, previous_from(previous, not_ready) if previous is not None else None, accounting)
