@@ -73,6 +73,7 @@ def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
         states.append(st)
     policies.trim_budgets(states)
     ledger = build_ledger(ctx, states)
+    policies.after_ledger(states)
     for st in states:
         if not policies.fill(ctx, st, ledger):
             fill(ctx, st, ledger)

@@ -4,9 +4,10 @@
 `placementPolicy`s and `FleetBudget`s passes through it unchanged:
 
     retain -> before_scale_down (settle moves, scale down by tier) -> scale_down
-           -> after_scale_down -> trim_budgets -> ledger -> fill (policy fill for
-           deployments under a policy or budget) -> move_back -> finish (conditions,
-           policy status, feasibility of every unplaced replica, budget status)
+           -> after_scale_down -> trim_budgets -> ledger -> after_ledger (what the
+           ledger dropped for overdraw) -> fill (policy fill for deployments under a
+           policy or budget) -> move_back -> finish (conditions, policy status,
+           feasibility of every unplaced replica, budget status)
 """
 
 from __future__ import annotations
@@ -91,6 +92,22 @@ class PolicyPass:
                 self.book.refuse(_name(st), over[0], f"{over[1]}: kept replica {rep.name} dropped")
                 if moves is not None:
                     moves.pending = [p for p in moves.pending if p[1] is not rep and p[0] is not rep]
+
+    def after_ledger(self, states: list[DeploymentState]) -> None:
+        """The ledger may have dropped kept replicas that no longer fit their pool
+        (overdraw): charge the budgets for what is really kept, and end the moves that
+        lost a half."""
+        self.book.used = dict.fromkeys(self.book.rules, 0)
+        for st in states:
+            pol = self.policy(st)
+            kept = {id(r) for r in st.retained}
+            moves = self.moves.get(st.shape.key)
+            if moves is not None:
+                moves.pending = [p for p in moves.pending if id(p[0]) in kept and id(p[1]) in kept]
+            if pol.budgets and not st.shape.invalid:
+                for rep in st.retained:
+                    self.book.charge(self.book.costs(pol.budgets, st.shape, self.ctx.clusters[rep.cluster],
+                                                     rep.engines))
 
     def _keep_order(self, rep: PlacedReplica, pol: DeploymentPolicy, surge: set[int]) -> tuple[bool, int, str, int]:
         rank = pol.preferences.rank(self.ctx.clusters[rep.cluster]) if pol.preferences else 0

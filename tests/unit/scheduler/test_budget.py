@@ -102,3 +102,15 @@ def test_the_budget_message_names_what_is_left() -> None:
     fp = check_policy(CASES[0])
     message = of(fp, "m", "ml").unplaced[0].feasibility.message
     assert message == "FleetBudget ml: a replica needs 1 device(s), 0 of 2 left"
+
+
+def test_replicas_dropped_for_overdraw_give_their_devices_back() -> None:
+    """Three kept on `ones`, which now holds one: the budget (2) first keeps two, the
+    ledger keeps one of those (overdraw); the budget then has room for one more
+    elsewhere, and uses it."""
+    docs = [H100, cluster("ones", pool("p1", "h100", 1)), cluster("twos", pool("p1", "h100", 5)),
+            d("m", 3), fleet_budget("ml", 2, namespaces=["ml"])]
+    fp = check_policy(PolicyCase("overdraw and budget", docs, {"m": ["ones#0", "twos#0"]},
+                                 previous=prev(*(("m", "ones", i, {"main": "p1"}) for i in range(3)), namespace="ml"),
+                                 namespace="ml"))
+    assert [(b.used, b.refused) for b in fp.budgets] == [(2, 2)]
