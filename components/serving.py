@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s import RenderedObject
+from components.k8s import RenderedObject, register_objects
 from modelplane.render.meta import Manifest, component_labels
 from modelplane.render.serving import ChartSpec
 
@@ -34,7 +34,8 @@ class ServingStack(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props = {"cluster": args.cluster, "stack": args.stack, "installCharts": args.install_charts,
-                 "charts": [{"name": c.name, "chart": c.chart, "version": c.version} for c in args.charts]}
+                 "charts": [{"name": c.name, "chart": c.chart, "version": c.version, "repository": c.repository or ""}
+                            for c in args.charts]}
         super().__init__("modelplane:index:ServingStack", name, props, opts)
         self.ready = []
         if args.install_charts:
@@ -42,9 +43,14 @@ class ServingStack(pulumi.ComponentResource):
                 ns = k8s.core.v1.Namespace(f"{name}-{spec.name}-ns", metadata={
                     "name": spec.namespace, "labels": component_labels("serving-stack")},
                     opts=pulumi.ResourceOptions(parent=self))
+                # What the chart's pods need at admission (e.g. GKE's critical-pods quota).
+                pre = register_objects(args.cluster, spec.pre_objects,
+                                       pulumi.ResourceOptions(parent=self, depends_on=[ns]))
+                repo = k8s.helm.v4.RepositoryOptsArgs(repo=spec.repository) if spec.repository else None
                 self.ready.append(k8s.helm.v4.Chart(
                     f"{name}-{spec.name}", chart=spec.chart, version=spec.version, namespace=spec.namespace,
-                    values=dict(spec.values), opts=pulumi.ResourceOptions(parent=self, depends_on=[ns])))
+                    repository_opts=repo, values=dict(spec.values),
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, *pre])))
         if args.kai_queue is not None:
             # Grove's KAI backend rejects pods whose queue does not exist.
             self.ready.append(RenderedObject(f"{name}-kai-queue", args.kai_queue, pulumi.ResourceOptions(

@@ -6,6 +6,8 @@ cache, and for the renderers, which draw the cache's PVC with this storage class
 
 from __future__ import annotations
 
+from typing import Any
+
 from modelplane.api import InferenceCluster
 
 # RWX StorageClasses the serving stack installs per source; Vultr has none, and an
@@ -17,6 +19,41 @@ STORAGE_CLASSES = {
     "Nebius": "modelplane-rwx-fs",
     "Kind": "standard",
 }
+
+
+# The CSI provisioners behind the classes the program creates on the clouds it provisions:
+# the EFS CSI driver (kubernetes-sigs/aws-efs-csi-driver, dynamic provisioning with access
+# points: provisioningMode efs-ap, fileSystemId, directoryPerms) and GKE's Filestore CSI driver
+# (https://cloud.google.com/filestore/docs/csi-driver: the cluster's VPC as `network`).
+EFS_PROVISIONER = "efs.csi.aws.com"
+FILESTORE_PROVISIONER = "filestore.csi.storage.gke.io"
+# Filestore instances start at 1 TiB (same page, "minimum instance size is 1 TiB"); a cache
+# PVC asks for at least that much on GKE, so what it asks for is what it gets.
+MIN_CACHE_GIB = {"GKE": 1024}
+
+
+def storage_class_manifest(source: str, *, file_system_id: Any = None, network: str | None = None
+                           ) -> dict[str, Any]:
+    """The ReadWriteMany StorageClass the program creates on an EKS or GKE cluster, named
+    as the cache PVCs name it. `file_system_id` (EKS) may be a Pulumi Output: the manifest
+    is plain data the component registers."""
+    meta = {"name": STORAGE_CLASSES[source], "labels": {"app.kubernetes.io/managed-by": "modelplane"}}
+    if source == "EKS":
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta,
+                "provisioner": EFS_PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+                "parameters": {"provisioningMode": "efs-ap", "fileSystemId": file_system_id,
+                               "directoryPerms": "700"}}
+    if source == "GKE":
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta,
+                "provisioner": FILESTORE_PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
+                "allowVolumeExpansion": True,
+                "parameters": {"tier": "enterprise", "network": network or "default"}}
+    raise ValueError(f"the program creates no cache StorageClass on {source} clusters")
+
+
+def cache_request_gib(cluster: InferenceCluster, size_gib: int) -> int:
+    """What a cache PVC requests on this cluster: its size, at least the storage's minimum."""
+    return max(size_gib, MIN_CACHE_GIB.get(cluster.spec.cluster.source, 0))
 
 
 def cache_storage_class(cluster: InferenceCluster) -> str | None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from modelplane.api import Engine, Fleet, InferenceCluster, Member, ModelCache, ModelDeployment
 from modelplane.scheduler import PlacedReplica
 
-from .meta import DEFAULT_REVISION, RenderError, replica_labels
+from .meta import ANNOTATION_MODELEXPRESS, DEFAULT_REVISION, RenderError, replica_labels
 from .names import cache_pvc_name
 
 
@@ -85,10 +85,19 @@ class MemberContext:
     claim_template: str | None
     gang: str | None      # None (Standalone), "lws" or "grove"
     serving: bool         # receives traffic: Standalone pods and gang leaders
+    claimed: int = 0      # DRA devices one pod of the member claims
 
     @property
     def role(self) -> str:
         return self.member.role
+
+    @property
+    def modelexpress_loader(self) -> bool:
+        """ModelExpress is wired and the deployment (or this member) opted in to its loader."""
+        if not self.replica.modelexpress:
+            return False
+        notes = [self.replica.deployment.metadata.annotations or {}, self.member.template.metadata.annotations or {}]
+        return any(str(n.get(ANNOTATION_MODELEXPRESS, "")).lower() == "true" for n in notes)
 
 
 def referenced_cache(fleet: Fleet, deployment: ModelDeployment) -> ModelCache | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from modelplane.clouds.aws import EFA_RESOURCE, member_efa_share
+
 from .context import MemberContext
 from .env import injected_env, merge_env
 from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT, Manifest
@@ -38,9 +40,17 @@ def engine_args(m: MemberContext, user_args: list[str] | None, *, has_command: b
     if r.cache is not None and not has_flag(args, "--revision"):
         # By construction the engine asks for exactly the revision the cache staged.
         args += ["--revision", r.revision or ""]
-    if r.modelexpress and not has_flag(args, "--load-format"):
+    if m.modelexpress_loader and not has_flag(args, "--load-format"):
         args += ["--load-format", "modelexpress"]
     return args or user_args
+
+
+def efa_devices(m: MemberContext) -> int:
+    """`vpc.amazonaws.com/efa` one pod of this member requests (0 off EFA pools)."""
+    r = m.replica
+    pool = r.cluster.pool(m.pool)
+    share = member_efa_share(r.fleet, r.cluster, pool, m.claimed) if pool is not None else None
+    return share.devices if share is not None else 0
 
 
 def engine_container(m: MemberContext) -> Manifest:
@@ -60,6 +70,11 @@ def engine_container(m: MemberContext) -> Manifest:
         container["ports"] = [{"name": "http", "containerPort": ENGINE_PORT, "protocol": "TCP"}]
         container["readinessProbe"] = readiness_probe()
     resources = spec.pop("resources", None) or {}
+    efa = efa_devices(m)
+    if efa and EFA_RESOURCE not in (resources.get("limits") or {}) | (resources.get("requests") or {}):
+        # Extended resources must request what they limit; the user's own figure wins.
+        resources = {**resources, "limits": {**(resources.get("limits") or {}), EFA_RESOURCE: efa},
+                     "requests": {**(resources.get("requests") or {}), EFA_RESOURCE: efa}}
     if m.claim_template:
         # The whole claim: every device the member resolved belongs to this container.
         resources = {**resources, "claims": [{"name": CLAIM_NAME}]}

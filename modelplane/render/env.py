@@ -6,8 +6,9 @@ Injected entries come first so the user's values can refer to them with `$(NAME)
 
 from __future__ import annotations
 
+from .cache import HUB_CACHE
 from .context import MemberContext
-from .meta import CACHE_MOUNT, MODELEXPRESS_ADDRESS, NIXL_SIDE_CHANNEL_PORT, Manifest
+from .meta import MODELEXPRESS_ADDRESS, NIXL_SIDE_CHANNEL_PORT, Manifest
 
 # The program owns these names: a user entry with the same name would silently
 # contradict what the rest of the system relies on, so it is dropped.
@@ -38,7 +39,7 @@ def injected_env(m: MemberContext) -> list[Manifest]:
         env.append(value("MODELPLANE_LEADER_ADDRESS", GROVE_LEADER_ADDRESS))
     env.append(value("MODELPLANE_REPLICA", r.name))
     if r.cache is not None:
-        env += [value("HF_HUB_CACHE", CACHE_MOUNT),
+        env += [value("HF_HUB_CACHE", HUB_CACHE),
                 # Offline turns a revision or layout mismatch into a startup error instead
                 # of a silent second download of the whole model.
                 value("HF_HUB_OFFLINE", "1"),
@@ -49,9 +50,10 @@ def injected_env(m: MemberContext) -> list[Manifest]:
                 # Two unpinned caches of one repo may hold different commits, so the PVC,
                 # not the repo, is the identity peers must agree on.
                 value("MX_MODEL_REVISION", r.cache_pvc or ""),
-                value("MX_P2P_METADATA", "1"),
-                value("MODELPLANE_LOAD_FORMAT", "modelexpress"),
-                field("POD_NAME", "metadata.name"),
+                value("MX_P2P_METADATA", "1")]
+        if m.modelexpress_loader:
+            env.append(value("MODELPLANE_LOAD_FORMAT", "modelexpress"))
+        env += [field("POD_NAME", "metadata.name"),
                 field("POD_UID", "metadata.uid"),
                 field("POD_NAMESPACE", "metadata.namespace")]
     if r.prefill_decode and m.engine.phase:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .context import MemberContext
 from .meta import LABEL_ENGINE, Manifest, metadata
-from .names import workload_name
+from .names import lws_name
 from .pod import pod_template
 
 
@@ -14,7 +14,7 @@ def render_lws(leader: MemberContext, worker: MemberContext) -> Manifest:
     return {
         "apiVersion": "leaderworkerset.x-k8s.io/v1",
         "kind": "LeaderWorkerSet",
-        "metadata": metadata(workload_name(r.name, engine.name), {**r.labels, LABEL_ENGINE: engine.name},
+        "metadata": metadata(lws_name(r.name, engine.name), {**r.labels, LABEL_ENGINE: engine.name},
                              r.namespace),
         "spec": {
             "replicas": engine.copies,

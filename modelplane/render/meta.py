@@ -46,6 +46,9 @@ MODELEXPRESS_NAME = "modelexpress-server"
 MODELEXPRESS_PORT = 8001
 MODELEXPRESS_ADDRESS = f"{MODELEXPRESS_NAME}:{MODELEXPRESS_PORT}"
 NIXL_SIDE_CHANNEL_PORT = "5557"
+# Opt-in to vLLM's `--load-format modelexpress` on Dynamo clusters: stock vLLM images need the
+# `modelexpress` package for that loader (k8s-api-shapes.md §5.3), so it is never assumed.
+ANNOTATION_MODELEXPRESS = GROUP + "modelexpress"
 # huggingface_hub's own default revision; naming it explicitly lets the staging Job and
 # the engines agree on one ref even when the cache leaves the revision unset.
 DEFAULT_REVISION = "main"

@@ -9,6 +9,17 @@ from modelplane.naming import child_name
 # Grove spells every pod hostname as <pcs>-<i>-<group>-<j>-<clique>-<k>, which must stay a
 # DNS label; 24 characters for the PodCliqueSet leaves room for the rest.
 PCS_NAME_BUDGET = 24
+# A LeaderWorkerSet's worker StatefulSet is `<lws>-<group index>`, and the StatefulSet
+# controller labels its pods `controller-revision-hash: <statefulset>-<10-char hash>`, a label
+# value capped at 63 characters: names above ~51 characters leave the workers uncreatable
+# (kubernetes-sigs/lws#410, kubernetes/kubernetes#64023). 45 leaves room for a 6-digit index.
+LWS_NAME_BUDGET = 45
+REVISION_HASH_SUFFIX = 11  # "-" + the controller's 10-character revision hash
+
+
+def _budgeted(joined: str, budget: int) -> str:
+    digest = hashlib.sha256(joined.encode("utf-8")).hexdigest()[:5]
+    return f"{joined[: budget - len(digest) - 1].rstrip('-')}-{digest}"
 
 
 def workload_name(replica: str, engine: str) -> str:
@@ -22,10 +33,12 @@ def claim_template_name(replica: str, engine: str, role: str) -> str:
 
 
 def podcliqueset_name(replica: str, engine: str) -> str:
-    joined = f"{replica}-{engine}"
-    digest = hashlib.sha256(joined.encode("utf-8")).hexdigest()[:5]
-    prefix = joined[: PCS_NAME_BUDGET - len(digest) - 1].rstrip("-")
-    return f"{prefix}-{digest}"
+    return _budgeted(f"{replica}-{engine}", PCS_NAME_BUDGET)
+
+
+def lws_name(replica: str, engine: str) -> str:
+    """`child_name(replica, engine)` when that fits LWS_NAME_BUDGET (the same hash), else cut."""
+    return _budgeted(f"{replica}-{engine}", LWS_NAME_BUDGET)
 
 
 def serving_service_name(replica: str) -> str:

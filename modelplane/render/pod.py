@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .cache import wait_for_cache_container
 from .context import MemberContext
 from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
 from .meta import (
@@ -17,7 +18,7 @@ from .meta import (
     Manifest,
 )
 from .mock_engine import mock_engine_volume, ships_mock_engine
-from .names import podcliqueset_name, workload_name
+from .names import lws_name, podcliqueset_name, workload_name
 
 # Provisioned GPU pools carry nvidia.com/gpu=true:NoSchedule, and DRA pods (which never
 # ask for the nvidia.com/gpu extended resource) do not get this toleration for free.
@@ -28,6 +29,8 @@ def workload_object_name(m: MemberContext) -> str:
     """The name of the Deployment, LeaderWorkerSet or PodCliqueSet that owns the pod."""
     if m.gang == "grove":
         return podcliqueset_name(m.replica.name, m.engine.name)
+    if m.gang == "lws":
+        return lws_name(m.replica.name, m.engine.name)
     return workload_name(m.replica.name, m.engine.name)
 
 
@@ -66,6 +69,9 @@ def pod_spec(m: MemberContext) -> Manifest:
         spec["imagePullSecrets"] = [{"name": s.name} for s in pull]
     if m.claim_template:
         spec["resourceClaims"] = [{"name": CLAIM_NAME, "resourceClaimTemplateName": m.claim_template}]
+    if m.replica.cache is not None:
+        # Hold the engine until its weights are staged, instead of crash-looping offline.
+        spec["initContainers"] = [wait_for_cache_container(m.replica.cache, m.replica.namespace)]
     spec["containers"] = [engine_container(m)]
     volumes = [{"name": DSHM_VOLUME, "emptyDir": {"medium": "Memory"}}]
     if m.replica.cache_pvc:

@@ -42,7 +42,8 @@ def _engine(r: ReplicaContext, engine: Engine) -> tuple[list[Manifest], Manifest
             template = claim_template_name(r.name, engine.name, member.role)
         members[member.role] = MemberContext(
             replica=r, engine=engine, member=member, member_index=index, pool=pools[index],
-            claim_template=template, gang=gang, serving=member.role in ("Standalone", "Leader"))
+            claim_template=template, gang=gang, serving=member.role in ("Standalone", "Leader"),
+            claimed=sum(q.count for q in requests))
     if standalone:
         return claims, render_deployment(members["Standalone"])
     render = render_podcliqueset if gang == "grove" else render_lws

@@ -3,8 +3,9 @@ queue and the ModelExpress server (semantics §3.6).
 
 Charts per cluster: LeaderWorkerSet on the Default stack; Grove and the KAI scheduler on
 Dynamo; a DRA driver per device driver its pools' classes name (dra-example-driver for
-gpu.example.com on Kind, NVIDIA's for gpu.nvidia.com). Charts are not manifests: the
-Pulumi program installs them (Helm), a GitOps user installs them as listed.
+gpu.example.com on Kind, NVIDIA's for gpu.nvidia.com); the EFA device plugin where a pool
+declares EFA. Charts are not manifests: the Pulumi program installs them (Helm), a GitOps
+user installs them as listed. Every chart's source and version is pinned in `CHARTS`.
 """
 
 from __future__ import annotations
@@ -18,11 +19,44 @@ from modelplane.api import Fleet, InferenceCluster
 from .meta import KAI_QUEUE, MODELEXPRESS_NAME, MODELEXPRESS_PORT, Manifest, component_labels, metadata
 
 MODELEXPRESS_IMAGE = "nvcr.io/nvidia/ai-dynamo/modelexpress-server:0.5.1"
+# The server refuses to start without a metadata backend ("MX_METADATA_BACKEND is not set or
+# invalid. Set it to 'redis' or 'kubernetes'.", ai-dynamo/modelexpress
+# modelexpress_server/src/backend_config.rs and registry/state.rs). Redis needs no CRDs.
+MODELEXPRESS_BACKEND = "redis"
+MODELEXPRESS_REDIS = "modelexpress-redis"
+MODELEXPRESS_REDIS_PORT = 6379
+MODELEXPRESS_REDIS_IMAGE = "redis:7.4-alpine"
 # Pulumi's Kubernetes provider otherwise waits on the Queue's readiness, which a KAI
 # Queue never reports; other tools ignore the annotation.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 DRA_EXAMPLE_DRIVER = "gpu.example.com"
 DRA_NVIDIA_DRIVER = "gpu.nvidia.com"
+
+
+@dataclass(frozen=True)
+class ChartSource:
+    """Where a chart comes from and the one version we install: an OCI reference, or a chart
+    name in a classic Helm repository."""
+
+    chart: str
+    version: str
+    repository: str | None = None
+
+
+# Every chart the serving stack installs, pinned here and nowhere else.
+CHARTS: dict[str, ChartSource] = {
+    "lws": ChartSource("oci://registry.k8s.io/lws/charts/lws", "0.10.0"),
+    "grove": ChartSource("oci://ghcr.io/ai-dynamo/grove/grove-charts", "v0.1.0-alpha.11"),
+    # The project moved to the kai-scheduler org; its README installs
+    # oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler (kai-scheduler/KAI-Scheduler README.md).
+    "kai-scheduler": ChartSource("oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler", "v0.15.2"),
+    "dra-example-driver": ChartSource("oci://registry.k8s.io/dra-example-driver/charts/dra-example-driver", "0.4.0"),
+    "dra-driver-nvidia-gpu": ChartSource("oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu",
+                                         "0.4.1"),
+    # aws/eks-charts stable/aws-efa-k8s-device-plugin (versions are spelled with a v).
+    "aws-efa-k8s-device-plugin": ChartSource("aws-efa-k8s-device-plugin", "v0.5.30",
+                                             "https://aws.github.io/eks-charts"),
+}
 
 
 @dataclass(frozen=True)
@@ -32,13 +66,29 @@ class ChartSpec:
     version: str
     namespace: str
     values: Mapping[str, Any] = field(default_factory=dict)
+    repository: str | None = None
+    # Objects the chart's pods need before they are created (applied after the chart's
+    # namespace, before the chart): e.g. the ResourceQuota that admits critical pods on GKE.
+    pre_objects: tuple[Manifest, ...] = ()
 
 
-LWS = ChartSpec("lws", "oci://registry.k8s.io/lws/charts/lws", "0.10.0", "lws-system")
-GROVE = ChartSpec("grove", "oci://ghcr.io/ai-dynamo/grove/grove-charts", "v0.1.0-alpha.11", "grove-system")
-KAI = ChartSpec("kai-scheduler", "oci://ghcr.io/nvidia/kai-scheduler/kai-scheduler", "v0.15.2", "kai-scheduler")
-DRA_EXAMPLE = "oci://registry.k8s.io/dra-example-driver/charts/dra-example-driver"
-DRA_NVIDIA = "oci://registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu"
+def chart(name: str, namespace: str, values: Mapping[str, Any] | None = None,
+          pre_objects: tuple[Manifest, ...] = ()) -> ChartSpec:
+    source = CHARTS[name]
+    return ChartSpec(name, source.chart, source.version, namespace, dict(values or {}), source.repository,
+                     pre_objects)
+
+
+LWS = chart("lws", "lws-system")
+GROVE = chart("grove", "grove-system")
+KAI = chart("kai-scheduler", "kai-scheduler")
+DRA_NVIDIA_NAMESPACE = "dra-driver-nvidia-gpu"
+# GKE only admits pods with a system-*-critical priority class outside kube-system in a
+# namespace whose ResourceQuota covers those classes ("Consume critical priority classes
+# outside kube-system" on GKE; NVIDIA/aicr#921); the NVIDIA DRA driver's kubelet plugin and
+# controller use system-node-critical (its chart's values.yaml).
+CRITICAL_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
+GKE_NVIDIA_DRIVER_ROOT = "/home/kubernetes/bin/nvidia"
 
 
 def dynamo(cluster: InferenceCluster) -> bool:
@@ -56,16 +106,80 @@ def _drivers(cluster: InferenceCluster, fleet: Fleet | None) -> dict[str, int]:
     return out
 
 
+def critical_pods_quota(namespace: str) -> Manifest:
+    """A ResourceQuota admitting system-*-critical pods in `namespace` (needed on GKE)."""
+    return {
+        "apiVersion": "v1", "kind": "ResourceQuota",
+        "metadata": metadata("critical-pods", component_labels("serving-stack"), namespace),
+        "spec": {"hard": {"pods": "1000"}, "scopeSelector": {"matchExpressions": [
+            {"operator": "In", "scopeName": "PriorityClass", "values": list(CRITICAL_PRIORITY_CLASSES)}]}},
+    }
+
+
+def gke_driver_installer() -> Manifest:
+    """GKE's NVIDIA driver installer DaemonSet for COS nodes whose pools disable automatic
+    driver installation, as DRA requires. The installer image ships preloaded on GKE GPU
+    nodes and installs into /home/kubernetes/bin/nvidia (the driver root the DRA chart is
+    given). Same contract as GoogleCloudPlatform/container-engine-accelerators
+    nvidia-driver-installer/cos/daemonset-preloaded-latest.yaml; written here, not copied."""
+    labels = component_labels("gpu-driver-installer", {"k8s-app": "nvidia-driver-installer"})
+    host = {"dev": "/dev", "nvidia": GKE_NVIDIA_DRIVER_ROOT, "root": "/", "cos-tools": "/var/lib/cos-tools"}
+    mounts = {"dev": "/dev", "nvidia": "/usr/local/nvidia", "root": "/root", "cos-tools": "/build/cos-tools"}
+    env = {"NVIDIA_INSTALL_DIR_HOST": GKE_NVIDIA_DRIVER_ROOT, "NVIDIA_INSTALL_DIR_CONTAINER": "/usr/local/nvidia",
+           "ROOT_MOUNT_DIR": "/root", "COS_TOOLS_DIR_HOST": "/var/lib/cos-tools",
+           "COS_TOOLS_DIR_CONTAINER": "/build/cos-tools"}
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": metadata("nvidia-driver-installer", labels, "kube-system"),
+        "spec": {
+            "selector": {"matchLabels": {"k8s-app": "nvidia-driver-installer"}},
+            "updateStrategy": {"type": "RollingUpdate"},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "priorityClassName": "system-node-critical",
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"},
+                        # Pools with GKE-managed drivers carry this label; ours disable it.
+                        {"key": "cloud.google.com/gke-gpu-driver-version", "operator": "DoesNotExist"}]}]}}},
+                "tolerations": [{"operator": "Exists"}],
+                "hostNetwork": True, "hostPID": True,
+                "volumes": [{"name": n, "hostPath": {"path": p}} for n, p in host.items()],
+                "initContainers": [{
+                    "name": "nvidia-driver-installer", "image": "cos-nvidia-installer:fixed",
+                    "imagePullPolicy": "Never", "command": ["/cos-gpu-installer", "install", "--version=latest"],
+                    "securityContext": {"privileged": True},
+                    "env": [{"name": k, "value": v} for k, v in env.items()],
+                    "volumeMounts": [{"name": n, "mountPath": p} for n, p in mounts.items()]}],
+                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
+            }},
+        },
+    }
+
+
+def _efa_pools(cluster: InferenceCluster) -> bool:
+    return any(p.fabric.type == "EFA" for p in cluster.gpu_pools)
+
+
 def chart_specs(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpec]:
     charts = [GROVE, KAI] if dynamo(cluster) else [LWS]
     drivers = _drivers(cluster, fleet)
     if DRA_EXAMPLE_DRIVER in drivers:
-        charts.append(ChartSpec("dra-example-driver", DRA_EXAMPLE, "0.4.0", "dra-example-driver",
-                                {"kubeletPlugin": {"numDevices": drivers[DRA_EXAMPLE_DRIVER]}}))
+        charts.append(chart("dra-example-driver", "dra-example-driver",
+                            {"kubeletPlugin": {"numDevices": drivers[DRA_EXAMPLE_DRIVER]}}))
     if DRA_NVIDIA_DRIVER in drivers:
-        root = "/home/kubernetes/bin/nvidia" if cluster.source == "GKE" else "/"
-        charts.append(ChartSpec("dra-driver-nvidia-gpu", DRA_NVIDIA, "0.4.1", "dra-driver-nvidia-gpu",
-                                {"gpuResourcesEnabledOverride": True, "nvidiaDriverRoot": root}))
+        gke = cluster.source == "GKE"
+        pre = (critical_pods_quota(DRA_NVIDIA_NAMESPACE),) + ((gke_driver_installer(),) if gke else ())
+        # The kubelet plugin's default node affinity is kept: our EKS/GKE pools carry
+        # nvidia.com/gpu.present=true (modelplane.clouds.nodes), which satisfies it.
+        charts.append(chart("dra-driver-nvidia-gpu", DRA_NVIDIA_NAMESPACE, {
+            "gpuResourcesEnabledOverride": True,
+            "nvidiaDriverRoot": GKE_NVIDIA_DRIVER_ROOT if gke else "/",
+            "resources": {"computeDomains": {"enabled": False}}}, pre))
+    if _efa_pools(cluster):
+        # The plugin's default tolerations are empty, and our GPU nodes are tainted
+        # nvidia.com/gpu:NoSchedule (aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml).
+        charts.append(chart("aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin", {
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}))
     return charts
 
 
@@ -86,13 +200,25 @@ def render_modelexpress(namespace: str) -> list[Manifest]:
     labels = component_labels("modelexpress", {"app": MODELEXPRESS_NAME})
     meta = metadata(MODELEXPRESS_NAME, labels, namespace)
     selector = {"app": MODELEXPRESS_NAME}
+    redis_labels = component_labels("modelexpress", {"app": MODELEXPRESS_REDIS})
+    redis_meta = metadata(MODELEXPRESS_REDIS, redis_labels, namespace)
+    env = [{"name": "MX_METADATA_BACKEND", "value": MODELEXPRESS_BACKEND},
+           {"name": "REDIS_URL", "value": f"redis://{MODELEXPRESS_REDIS}:{MODELEXPRESS_REDIS_PORT}"}]
     return [
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta, "spec": {
             "replicas": 1, "selector": {"matchLabels": selector},
             "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
-                "name": "server", "image": MODELEXPRESS_IMAGE,
+                "name": "server", "image": MODELEXPRESS_IMAGE, "env": env,
                 "ports": [{"containerPort": MODELEXPRESS_PORT, "name": "grpc"}]}]}}}},
         {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {
             "selector": selector,
             "ports": [{"name": "grpc", "port": MODELEXPRESS_PORT, "targetPort": MODELEXPRESS_PORT}]}},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": redis_meta, "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": MODELEXPRESS_REDIS}},
+            "template": {"metadata": {"labels": redis_labels}, "spec": {"containers": [{
+                "name": "redis", "image": MODELEXPRESS_REDIS_IMAGE,
+                "ports": [{"containerPort": MODELEXPRESS_REDIS_PORT, "name": "redis"}]}]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": redis_meta, "spec": {
+            "selector": {"app": MODELEXPRESS_REDIS},
+            "ports": [{"name": "redis", "port": MODELEXPRESS_REDIS_PORT, "targetPort": MODELEXPRESS_REDIS_PORT}]}},
     ]

@@ -19,7 +19,8 @@ def test_pvc_is_rwx_sized_and_named_per_semantics():
     assert pvc["metadata"]["name"] == child_name("modelcache", "ml-team", "qwen")
     assert pvc["metadata"]["namespace"] == "ml-team"
     assert pvc["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert pvc["spec"]["resources"]["requests"]["storage"] == "20Gi"
+    # Filestore's minimum instance is 1 TiB: asking for less on GKE is asking for 1 TiB.
+    assert pvc["spec"]["resources"]["requests"]["storage"] == "1024Gi"
     assert pvc["metadata"]["labels"]["modelplane.ai/modelcache"] == "qwen"
     assert pvc["metadata"]["labels"]["modelplane.ai/cluster"] == "gke-c"
 
@@ -57,7 +58,7 @@ def test_job_stages_the_pinned_revision_into_the_hub_cache_layout():
     script = " ".join(container["command"] + container["args"])
     sha = fl.caches[("ml-team", "qwen")].spec.hugging_face.revision
     assert "pip install" in script and "huggingface_hub" in script
-    assert f"hf download Qwen/Qwen3-0.6B --revision {sha} --cache-dir /mnt/models" in script
+    assert f"hf download Qwen/Qwen3-0.6B --revision {sha} --cache-dir /mnt/models/.hf/hub" in script
     assert "--local-dir" not in script
     pvc = child_name("modelcache", "ml-team", "qwen")
     assert pod["volumes"] == [{"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc}}]
@@ -80,7 +81,9 @@ def test_unpinned_public_cache_stages_main_without_a_token():
     container = one(objects, "Job")["spec"]["template"]["spec"]["containers"][0]
     assert "--revision main" in container["args"][0]
     assert "env" not in container
-    assert one(objects, "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"] == "200Gi"
+    assert one(objects, "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"] == "1024Gi"
+    _, on_eks = _render("dynamo-b", ("ml-team", "llama"))
+    assert one(on_eks, "PersistentVolumeClaim")["spec"]["resources"]["requests"]["storage"] == "200Gi"
 
 
 def test_repo_names_are_shell_quoted():

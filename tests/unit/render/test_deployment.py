@@ -95,7 +95,7 @@ def test_cache_mount_env_and_revision_argument():
     assert {"name": "model-cache", "persistentVolumeClaim": {"claimName": pvc}} in spec["volumes"]
     assert {"name": "model-cache", "mountPath": "/mnt/models"} in engine["volumeMounts"]
     env = env_map(engine)
-    assert env["HF_HUB_CACHE"]["value"] == "/mnt/models"
+    assert env["HF_HUB_CACHE"]["value"] == "/mnt/models/.hf/hub"
     sha = fl.caches[("ml-team", "qwen")].spec.hugging_face.revision
     assert env["MODELPLANE_MODEL_REVISION"]["value"] == sha
     assert engine["args"] == ["Qwen/Qwen3-0.6B", "--served-model-name", "$(MODELPLANE_SERVED_MODEL_NAME)",

@@ -91,7 +91,7 @@ def test_user_load_format_is_respected():
     assert "modelexpress" not in leader["args"]
 
 
-def test_standalone_on_dynamo_is_a_deployment_loading_through_modelexpress():
+def test_standalone_on_dynamo_is_a_deployment_wired_to_modelexpress():
     fl = full_fleet()
     rep = place(fl, "ml-team", "chat", "dynamo-b", pools={"vllm": ("small",)})
     objects = render_replica(fl, fl.deployments[("ml-team", "chat")], rep, "dynamo-b")
@@ -99,9 +99,20 @@ def test_standalone_on_dynamo_is_a_deployment_loading_through_modelexpress():
     assert not by_kind(objects, "PodCliqueSet")
     engine = dep["spec"]["template"]["spec"]["containers"][0]
     sha = fl.caches[("ml-team", "qwen")].spec.hugging_face.revision
-    assert engine["args"][-4:] == ["--revision", sha, "--load-format", "modelexpress"]
-    assert "MX_SERVER_ADDRESS" in env_names(engine)
+    # The loader is opt-in (modelplane.ai/modelexpress: "true"): stock images may lack it.
+    assert engine["args"][-2:] == ["--revision", sha] and "--load-format" not in engine["args"]
+    assert "MX_SERVER_ADDRESS" in env_names(engine) and "MODELPLANE_LOAD_FORMAT" not in env_names(engine)
     assert "schedulerName" not in dep["spec"]["template"]["spec"]
+
+
+def test_modelexpress_loader_is_appended_only_when_the_deployment_opts_in():
+    fl = full_fleet()
+    fl.deployments[("ml-team", "chat")].metadata.annotations = {"modelplane.ai/modelexpress": "true"}
+    rep = place(fl, "ml-team", "chat", "dynamo-b", pools={"vllm": ("small",)})
+    engine = one(render_replica(fl, fl.deployments[("ml-team", "chat")], rep, "dynamo-b"),
+                 "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert engine["args"][-2:] == ["--load-format", "modelexpress"]
+    assert "MODELPLANE_LOAD_FORMAT" in env_names(engine)
 
 
 def test_dynamo_without_a_cache_has_no_modelexpress():
