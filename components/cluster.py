@@ -11,7 +11,8 @@ import pulumi_kubernetes as k8s
 
 from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, GcpArgs
 from components.errors import ResourceError
-from components.k8s import register_objects
+from components.k8s import RenderedObject, register_objects
+from components.sources import ProvisionedCluster
 from components.sources.kind import kind_cluster
 from modelplane.api import Fleet, load_manifest_text
 from modelplane.api import InferenceCluster as ClusterSpec
@@ -52,8 +53,16 @@ class InferenceCluster(pulumi.ComponentResource):
         props = {"source": spec.source, "renderDir": args.render_dir or "", "manifest": spec.to_manifest()}
         super().__init__("modelplane:index:InferenceCluster", name, props, opts)
         self.source = spec.source
-        self.kubeconfig = None if args.render_dir else self._connect(name, args)
+        connected = None if args.render_dir else self._connect(name, args)
+        provisioned = connected if isinstance(connected, ProvisionedCluster) else None
+        self.kubeconfig = provisioned.kubeconfig if provisioned else connected  # type: ignore[assignment]
         self.provider = _provider(name, self, args, self.kubeconfig)
+        # The cache StorageClass of a cluster we provision, on its own provider: ModelCache
+        # PVCs name it (modelplane.storage).
+        self.storage_class: RenderedObject | None = None
+        if provisioned is not None and provisioned.storage_class is not None:
+            self.storage_class = RenderedObject(f"{name}-cache-storage", provisioned.storage_class,
+                                                pulumi.ResourceOptions(parent=self, provider=self.provider))
         foundation = args.foundation
         system = foundation.system_namespace if foundation else render_system_namespace(name)
         self.namespace = k8s.core.v1.Namespace(f"{name}-system", metadata=system["metadata"],
@@ -66,7 +75,7 @@ class InferenceCluster(pulumi.ComponentResource):
             outputs["kubeconfig"] = self.kubeconfig
         self.register_outputs(outputs)
 
-    def _connect(self, name: str, args: InferenceClusterArgs) -> pulumi.Output[str] | None:
+    def _connect(self, name: str, args: InferenceClusterArgs) -> pulumi.Output[str] | ProvisionedCluster | None:
         spec, source = args.cluster, args.cluster.source
         if source == "Kind":
             kind = spec.spec.cluster.kind

@@ -1,14 +1,24 @@
-"""Cluster sources: each returns the kubeconfig (a secret Output) of the cluster it
-creates; the InferenceCluster component turns that into the cluster's provider."""
+"""Cluster sources: each returns what the InferenceCluster component needs from the cluster it
+creates: its kubeconfig (a secret Output) and the cache StorageClass to register on it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
 from components.errors import ResourceError
 from modelplane.api import Fleet, NodePool
+from modelplane.render.meta import Manifest
+
+
+@dataclass
+class ProvisionedCluster:
+    kubeconfig: pulumi.Output[str]
+    # The ReadWriteMany StorageClass for ModelCache PVCs (modelplane.storage), registered on
+    # the cluster's own provider; values may be Outputs (the EFS file system's id).
+    storage_class: Manifest | None = None
 
 
 def pool_provisioning(cluster: str, pool: NodePool, fleet: Fleet, block: str, needs: str,

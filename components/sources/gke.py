@@ -1,9 +1,18 @@
-"""GKE: the control plane, a system pool and one GPU node pool per fleet pool.
+"""GKE: the control plane (with the Filestore CSI driver for caches), a system pool and one
+GPU node pool per fleet pool.
 
-GPU pools carry their accelerators with the driver installed by GKE. A pool that names
-a fabric domain asks for an interconnect: it gets COMPACT placement and, when the stack
-config names an RDMA network profile, its own RDMA VPC attached as additional node
-networks (which needs multi-networking and dataplane v2 on the cluster).
+Rules this follows (contract tests in tests/pulumi/test_cloud_contracts.py):
+
+* DRA GPU pools disable GKE's automatic driver installation and carry
+  `gke-no-default-nvidia-gpu-device-plugin=true` ("Prepare GKE infrastructure for DRA
+  workloads"); the driver is installed by the serving stack's DaemonSet and the pools also
+  carry `nvidia.com/gpu.present=true`, which the NVIDIA DRA kubelet plugin's node affinity
+  requires (modelplane.clouds.nodes).
+* Node counts are per zone on GKE; pools are sized so the pool holds exactly the nodes the
+  fleet scheduler counted (modelplane.clouds.gcp.gke_pool_size).
+* RDMA (RoCE) VPCs only for machine families that use them (A3 Ultra, A4, A4X); A3 High and
+  Mega use GPUDirect-TCPX/TCPXO, whose pod wiring this program does not render, so their
+  pools get COMPACT placement only and the preview says so.
 """
 
 from __future__ import annotations
@@ -17,9 +26,12 @@ import pulumi_gcp as gcp
 from components.args import GcpArgs
 from components.errors import ResourceError
 from components.labels import gcp_labels
-from components.sources import pool_provisioning
+from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.render.meta import LABEL_POOL, LABEL_ROLE
+from modelplane.clouds.gcp import GkePoolSize, gke_pool_size, gpu_networking
+from modelplane.clouds.nodes import provisioned_node_labels, uses_nvidia_dra
+from modelplane.render.meta import LABEL_ROLE
+from modelplane.storage import storage_class_manifest
 
 
 def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:
@@ -38,18 +50,40 @@ def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:
                                                   cluster.master_auth.cluster_ca_certificate).apply(build))
 
 
-def _wants_rdma(pool: NodePool) -> bool:
+def _interconnect(pool: NodePool) -> bool:
     return bool(pool.fabric.domain) or pool.fabric.type != "None"
 
 
+def _rdma_pool(pool: NodePool, machine_type: str, settings: GcpArgs) -> bool:
+    """Whether the pool gets RDMA VPCs: it asks for an interconnect, the stack names a RoCE
+    network profile, and its machines use GPUDirect RDMA (not TCPX/TCPXO)."""
+    networking = gpu_networking(machine_type)
+    return (_interconnect(pool) and bool(settings.rdma_network_profile)
+            and networking is not None and networking[0] == "RDMA")
+
+
+def _sizes(name: str, spec: InferenceCluster, fleet: Fleet, parent: pulumi.Resource) -> dict[str, GkePoolSize]:
+    sizes = {}
+    for pool in spec.gpu_pools:
+        try:
+            sizes[pool.name] = gke_pool_size(pool)
+        except ValueError as exc:
+            raise ResourceError(f"{fleet.source_of(spec)}: InferenceCluster {name} pool {pool.name}: {exc}",
+                                parent) from None
+    return sizes
+
+
 def gke_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: GcpArgs,
-                parent: pulumi.Resource) -> pulumi.Output[str]:
+                parent: pulumi.Resource) -> ProvisionedCluster:
     source = spec.spec.cluster.gke
     if source is None:
         raise ResourceError(f"InferenceCluster {name}: source GKE needs spec.cluster.gke", parent)
+    sizes = _sizes(name, spec, fleet, parent)
     opts = pulumi.ResourceOptions(parent=parent)
     pools = spec.gpu_pools
-    rdma = bool(settings.rdma_network_profile) and any(_wants_rdma(p) for p in pools)
+    machines = {p.name: pool_provisioning(name, p, fleet, "gke", "machineType, accelerator", parent).machine_type
+                for p in pools}
+    rdma = any(_rdma_pool(p, machines[p.name], settings) for p in pools)
     cluster = gcp.container.Cluster(
         name, location=source.region, project=settings.project, network=settings.network,
         subnetwork=settings.subnetwork, remove_default_node_pool=True, initial_node_count=1,
@@ -57,17 +91,32 @@ def gke_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: GcpAr
         release_channel=gcp.container.ClusterReleaseChannelArgs(channel="REGULAR"),
         datapath_provider="ADVANCED_DATAPATH" if rdma else None,
         enable_multi_networking=True if rdma else None,
+        addons_config=gcp.container.ClusterAddonsConfigArgs(
+            gcp_filestore_csi_driver_config=gcp.container.ClusterAddonsConfigGcpFilestoreCsiDriverConfigArgs(
+                enabled=True)),
         resource_labels=gcp_labels(name), opts=opts)
+    # One zone for the system pool (a regional pool would run its count in every zone).
+    system_zone = next((p.zones[0] for p in pools if p.zones), None)
     gcp.container.NodePool(
         f"{name}-system", cluster=cluster.name, location=source.region, project=settings.project,
-        autoscaling=gcp.container.NodePoolAutoscalingArgs(min_node_count=1, max_node_count=2),
+        node_locations=[system_zone] if system_zone else None, initial_node_count=1,
+        autoscaling=gcp.container.NodePoolAutoscalingArgs(total_min_node_count=1, total_max_node_count=2),
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=settings.system_machine_type, labels={LABEL_ROLE: "system"},
             resource_labels=gcp_labels(name)),
         opts=opts)
     for pool in pools:
-        _gpu_pool(name, pool, fleet, cluster, source.region, settings, opts, rdma=rdma)
-    return kubeconfig(cluster)
+        machine = machines[pool.name]
+        networking = gpu_networking(machine)
+        if _interconnect(pool) and networking is not None and networking[0] != "RDMA":
+            pulumi.log.warn(f"InferenceCluster {name} pool {pool.name}: {machine} uses GPUDirect-{networking[0]} "
+                            f"({networking[1]} extra NICs), whose per-pod wiring (RxDM sidecar, NCCL plugin) this "
+                            "program does not render: the pool gets COMPACT placement only and gangs use the "
+                            "primary NIC", parent)
+        _gpu_pool(name, pool, fleet, spec, cluster, source.region, settings, sizes[pool.name], opts,
+                  rdma=_rdma_pool(pool, machine, settings))
+    return ProvisionedCluster(kubeconfig(cluster),
+                              storage_class_manifest("GKE", network=settings.network or "default"))
 
 
 def _rdma_network_config(name: str, pool: NodePool, settings: GcpArgs,
@@ -86,26 +135,29 @@ def _rdma_network_config(name: str, pool: NodePool, settings: GcpArgs,
     return gcp.container.NodePoolNetworkConfigArgs(additional_node_network_configs=configs)
 
 
-def _gpu_pool(name: str, pool: NodePool, fleet: Fleet, cluster: gcp.container.Cluster, region: str,
-              settings: GcpArgs, opts: pulumi.ResourceOptions, *, rdma: bool) -> gcp.container.NodePool:
+def _gpu_pool(name: str, pool: NodePool, fleet: Fleet, spec: InferenceCluster, cluster: gcp.container.Cluster,
+              region: str, settings: GcpArgs, size: GkePoolSize, opts: pulumi.ResourceOptions, *,
+              rdma: bool) -> gcp.container.NodePool:
     prov = pool_provisioning(name, pool, fleet, "gke", "machineType, accelerator", opts.parent)
-    interconnect = _wants_rdma(pool)
     autoscaling = None
-    if pool.max_node_count:
+    if size.total_max is not None:
         autoscaling = gcp.container.NodePoolAutoscalingArgs(
-            min_node_count=pool.min_node_count or 0, max_node_count=pool.max_node_count)
+            total_min_node_count=size.total_min, total_max_node_count=size.total_max, location_policy="ANY")
+    # DRA: GKE must neither install the driver nor run its device plugin (set-up-dra).
+    driver = "INSTALLATION_DISABLED" if uses_nvidia_dra(fleet, pool) else "LATEST"
     return gcp.container.NodePool(
         f"{name}-{pool.name}", cluster=cluster.name, location=region, project=settings.project,
-        node_locations=pool.zones or None, node_count=pool.node_count, autoscaling=autoscaling,
-        placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if interconnect else None,
-        network_config=_rdma_network_config(name, pool, settings, opts) if rdma and interconnect else None,
+        node_locations=pool.zones, node_count=size.node_count, initial_node_count=size.initial_node_count,
+        autoscaling=autoscaling,
+        placement_policy=gcp.container.NodePoolPlacementPolicyArgs(type="COMPACT") if _interconnect(pool) else None,
+        network_config=_rdma_network_config(name, pool, settings, opts) if rdma else None,
         node_config=gcp.container.NodePoolNodeConfigArgs(
             machine_type=prov.machine_type, disk_size_gb=prov.disk_size_gb,
             guest_accelerators=[gcp.container.NodePoolNodeConfigGuestAcceleratorArgs(
                 type=prov.accelerator.type, count=prov.accelerator.count,
                 gpu_driver_installation_config=gcp.container.NodePoolNodeConfigGuestAcceleratorGpuDriverInstallationConfigArgs(
-                    gpu_driver_version="LATEST"))],
+                    gpu_driver_version=driver))],
             gvnic=gcp.container.NodePoolNodeConfigGvnicArgs(enabled=True),
-            labels={LABEL_POOL: pool.name}, resource_labels=gcp_labels(name, pool.name),
+            labels=provisioned_node_labels(fleet, spec, pool), resource_labels=gcp_labels(name, pool.name),
             oauth_scopes=["https://www.googleapis.com/auth/cloud-platform"]),
         opts=opts)

@@ -197,7 +197,7 @@ def test_aws_stack_builds_gpu_node_groups_with_efa():
     groups = {r.name: r.inputs for r in run.of_type("aws:eks/nodeGroup:NodeGroup")}
     efa = groups["aws-us-east-h100-efa"]
     assert efa["amiType"] == "AL2023_x86_64_NVIDIA" and efa["instanceTypes"] == ["p5.48xlarge"]
-    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa"}
+    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa", "nvidia.com/gpu.present": "true"}
     assert efa["scalingConfig"]["desiredSize"] == 2 and "launchTemplate" in efa
     assert "launchTemplate" not in groups["aws-us-west-h100"]
     lt = run.named("aws-us-east-h100-efa-lt").inputs
@@ -223,12 +223,13 @@ def test_gcp_stack_builds_gpu_pools_with_accelerators_and_compact_placement():
     h200 = pools["gcp-us-central-h200"]
     acc = h200["nodeConfig"]["guestAccelerators"][0]
     assert acc["type"] == "nvidia-h200-141gb" and acc["count"] == 8
-    assert acc["gpuDriverInstallationConfig"]["gpuDriverVersion"] == "LATEST"
-    assert h200["nodeConfig"]["labels"] == {"modelplane.ai/pool": "h200"}
+    assert acc["gpuDriverInstallationConfig"]["gpuDriverVersion"] == "INSTALLATION_DISABLED"
+    assert h200["nodeConfig"]["labels"] == {"modelplane.ai/pool": "h200", "nvidia.com/gpu.present": "true",
+                                            "gke-no-default-nvidia-gpu-device-plugin": "true"}
     assert h200["placementPolicy"]["type"] == "COMPACT"
     assert len(h200["networkConfig"]["additionalNodeNetworkConfigs"]) == 2
     l4 = pools["gcp-europe-west-l4"]
-    assert "placementPolicy" not in l4 and l4["autoscaling"]["maxNodeCount"] == 4
+    assert "placementPolicy" not in l4 and l4["autoscaling"]["totalMaxNodeCount"] == 4
     cluster = run.named("gcp-us-central", "gcp:container/cluster:Cluster").inputs
     assert cluster["datapathProvider"] == "ADVANCED_DATAPATH" and cluster["enableMultiNetworking"] is True
     assert cluster["deletionProtection"] is False
