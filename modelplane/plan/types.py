@@ -27,6 +27,8 @@ KIND_ORDER = {
     "ServiceAccount": 1,
     "ClusterRole": 1,
     "ClusterRoleBinding": 1,
+    "Role": 1,
+    "RoleBinding": 1,
     "Queue": 1,
     "ConfigMap": 1,
     "PersistentVolumeClaim": 1,

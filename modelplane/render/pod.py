@@ -19,6 +19,7 @@ from .meta import (
 )
 from .mock_engine import mock_engine_volume, ships_mock_engine
 from .names import lws_name, podcliqueset_name, workload_name
+from .pd_router import BOOTSTRAP_ANNOTATION, bootstrap_port, sglang_pd
 
 # Provisioned GPU pools carry nvidia.com/gpu=true:NoSchedule, and DRA pods (which never
 # ask for the nvidia.com/gpu extended resource) do not get this toleration for free.
@@ -54,7 +55,11 @@ def pod_labels(m: MemberContext) -> dict[str, str]:
 
 
 def pod_annotations(m: MemberContext) -> dict[str, str]:
-    return dict(sorted((m.member.template.metadata.annotations or {}).items()))
+    notes = dict(m.member.template.metadata.annotations or {})
+    if m.serving and m.engine.phase == "Prefill" and sglang_pd(m.replica):
+        # The SGLang router reads a prefill pod's bootstrap port from this annotation.
+        notes.setdefault(BOOTSTRAP_ANNOTATION, bootstrap_port(m.engine))
+    return dict(sorted(notes.items()))
 
 
 def pod_spec(m: MemberContext) -> Manifest:

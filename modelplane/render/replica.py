@@ -13,6 +13,7 @@ from .grove import render_podcliqueset
 from .lws import render_lws
 from .meta import Manifest, RenderError
 from .names import claim_template_name
+from .pd_router import render_sglang_router, sglang_pd
 from .service import render_serving_service
 
 
@@ -76,4 +77,5 @@ def render_replica(fleet: Fleet, deployment: ModelDeployment, replica: PlacedRep
         engine_claims, workload = _engine(r, engine)
         claims += engine_claims
         workloads.append(workload)
-    return claims + workloads + [render_serving_service(r)]
+    router = render_sglang_router(r) if sglang_pd(r) else []
+    return claims + workloads + router + [render_serving_service(r)]

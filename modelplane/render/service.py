@@ -10,6 +10,7 @@ from __future__ import annotations
 from .context import ReplicaContext
 from .meta import ENGINE_PORT, LABEL_PD_ROLE, LABEL_SERVING, Manifest, metadata
 from .names import serving_service_name
+from .pd_router import router_selector, sglang_pd
 
 
 def serving_url(namespace: str, replica: str) -> str:
@@ -19,8 +20,11 @@ def serving_url(namespace: str, replica: str) -> str:
 
 def render_serving_service(r: ReplicaContext) -> Manifest:
     selector = {LABEL_SERVING: r.name}
-    if r.prefill_decode:
-        # Without a P/D-aware picker the decode pods answer whole requests.
+    if sglang_pd(r):
+        # SGLang decode servers refuse requests without a bootstrap room: its router assigns one.
+        selector = router_selector(r)
+    elif r.prefill_decode:
+        # vLLM decode pods answer whole requests (prefilling locally) without a P/D proxy.
         selector[LABEL_PD_ROLE] = "decode"
     return {
         "apiVersion": "v1",

@@ -20,6 +20,7 @@ from modelplane.render.serving import CHARTS, chart_specs, render_modelexpress
 
 from .cloudfleet import GPU_CEL, cloud_fleet
 from .fleets import by_kind, one, place
+from .schema import validate_any
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -106,6 +107,8 @@ def test_efa_devices_reach_pods_only_through_vpc_amazonaws_com_efa_requests() ->
     gang = render_replica(fl, fl.deployments[("ml-team", "gang")],
                           place(fl, "ml-team", "gang", "eks-a", pools={"vllm": ("efa", "efa")}), "eks-a")
     lws = one(gang, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    for obj in gang:
+        validate_any(obj)
     for template in (lws["leaderTemplate"], lws["workerTemplate"]):
         resources = template["spec"]["containers"][0]["resources"]
         assert resources["limits"]["vpc.amazonaws.com/efa"] == 32 == resources["requests"]["vpc.amazonaws.com/efa"]
@@ -186,3 +189,101 @@ def test_modelexpress_server_is_given_a_metadata_backend_it_accepts() -> None:
     host, port = re.match(r"^redis://([a-z0-9-]+):(\d+)$", env["REDIS_URL"]).groups()  # type: ignore[union-attr]
     [redis] = [o for o in by_kind(objects, "Service") if o["metadata"]["name"] == host]
     assert int(port) in [p["port"] for p in redis["spec"]["ports"]]
+
+
+SGLANG_PD = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelDeployment
+metadata: {name: sgl, namespace: ml-team}
+spec:
+  replicas: 1
+  template:
+    spec:
+      serving: {mode: PrefillDecode}
+      engines:
+      - name: decode
+        phase: Decode
+        members:
+        - nodeSelector: {devices: [{name: gpu, count: 8, selectors: [{cel: '%(cel)s'}]}]}
+          template:
+            spec:
+              containers:
+              - name: engine
+                image: lmsysorg/sglang:v0.5.17
+                command: [python3, -m, sglang.launch_server]
+                args: [--model-path, Qwen/Qwen3-8B, --port, "8000", --disaggregation-mode, decode]
+      - name: prefill
+        phase: Prefill
+        members:
+        - nodeSelector: {devices: [{name: gpu, count: 8, selectors: [{cel: '%(cel)s'}]}]}
+          template:
+            spec:
+              containers:
+              - name: engine
+                image: lmsysorg/sglang:v0.5.17
+                command: [python3, -m, sglang.launch_server]
+                args: [--model-path, Qwen/Qwen3-8B, --port, "8000", --disaggregation-mode, prefill,
+                       --disaggregation-bootstrap-port, "9000"]
+""".replace("%(cel)s", GPU_CEL)
+
+
+def test_sglang_prefill_decode_traffic_goes_through_its_pd_router() -> None:
+    """sgl-project/sglang#14628 and volcano-sh/kthena#865: an SGLang decode server answers a
+    request without a bootstrap room with 400; SGLang's router (`sglang_router.launch_router
+    --pd-disaggregation`, service discovery by `--prefill-selector`/`--decode-selector`, the
+    prefill bootstrap port from the `sglang.ai/bootstrap-port` annotation; sgl-project/sglang
+    sgl-router service_discovery.rs) pairs each request with a prefill and a decode server."""
+    fl = cloud_fleet(SGLANG_PD)
+    rep = place(fl, "ml-team", "sgl", "eks-a", pools={"decode": ("efa",), "prefill": ("efa",)})
+    objects = render_replica(fl, fl.deployments[("ml-team", "sgl")], rep, "eks-a")
+    service = one(objects, "Service")
+    engines = {d["metadata"]["labels"]["modelplane.ai/engine"]: d for d in by_kind(objects, "Deployment")}
+    routers = [engines["pd-router"]]
+    assert len(routers) == 1
+    router = routers[0]["spec"]["template"]
+    # the Service reaches the router and nothing else
+    for dep in by_kind(objects, "Deployment"):
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        selected = all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
+        assert selected == (dep is routers[0]), dep["metadata"]["name"]
+    script = router["spec"]["containers"][0]["args"][0]
+    assert "sglang_router.launch_router" in script and "--pd-disaggregation" in script
+    # its selectors name exactly the prefill and the decode pods
+    for phase in ("prefill", "decode"):
+        tail = script.split(f"--{phase}-selector ", 1)[1].split(" --", 1)[0].split()
+        terms = dict(t.split("=", 1) for t in tail)
+        labels = engines[phase]["spec"]["template"]["metadata"]["labels"]
+        assert terms and all(labels.get(k) == v for k, v in terms.items()), (phase, terms)
+    prefill = engines["prefill"]
+    assert prefill["spec"]["template"]["metadata"]["annotations"]["sglang.ai/bootstrap-port"] == "9000"
+    for obj in objects:
+        validate_any(obj)   # Kubernetes 1.35 OpenAPI, strict
+    [role] = by_kind(objects, "Role")
+    assert {"pods"} <= {r for rule in role["rules"] for r in rule["resources"]}
+    assert router["spec"]["serviceAccountName"] == one(objects, "RoleBinding")["subjects"][0]["name"]
+
+
+def test_vllm_prefill_decode_routes_to_decode_pods_without_a_router() -> None:
+    """vLLM NixlConnector (docs/features/nixl_connector_usage.md): a kv_consumer answers a
+    request without kv_transfer_params by prefilling it itself, so decode pods can take traffic."""
+    from .fleets import full_fleet
+
+    fl = full_fleet()
+    rep = place(fl, "ml-team", "pd", "kind-a")
+    objects = render_replica(fl, fl.deployments[("ml-team", "pd")], rep, "kind-a")
+    assert one(objects, "Service")["spec"]["selector"]["llm-d.ai/role"] == "decode"
+    assert not by_kind(objects, "Role")
+
+
+@pytest.mark.parametrize("cluster", ["eks-a", "gke-b"])
+def test_platform_objects_we_render_for_the_clouds_are_valid_kubernetes(cluster: str) -> None:
+    """Kubernetes 1.35 OpenAPI (kubernetes-validate, strict): the pre-chart objects (quota,
+    driver installer), the cache StorageClass and the ModelExpress objects."""
+    from modelplane.storage import storage_class_manifest
+
+    for spec in _charts(cluster).values():
+        for obj in spec.pre_objects:  # type: ignore[attr-defined]
+            validate_any(obj)
+    validate_any(storage_class_manifest("EKS" if cluster == "eks-a" else "GKE", file_system_id="fs-0123"))
+    for obj in render_modelexpress("ml-team"):
+        validate_any(obj)
