@@ -18,6 +18,9 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     pool_label,
     declared_capacity,
     kind_node_image,
+    cloud_pools,
+    modelexpress,
+    sglang,
     secrets,
 )
 from .context import CheckContext, ProgramResource

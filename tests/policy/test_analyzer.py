@@ -15,6 +15,9 @@ EXPECTED_LEVELS = {
     "prefill-decode-needs-nixl": "mandatory", "fabric": "mandatory", "fabric-multi-node-tcp": "advisory",
     "replicas-fully-scheduled": "mandatory", "pool-label-on-existing-clusters": "mandatory",
     "declared-capacity": "advisory", "kind-node-image": "mandatory", "secrets": "mandatory",
+    "efa-exposure": "mandatory", "gke-pool-size": "mandatory", "gke-gpudirect": "advisory",
+    "modelexpress-server": "mandatory", "modelexpress-image": "advisory",
+    "sglang-prefill-decode": "mandatory", "sglang-port": "mandatory",
     "modelplane-fleet-present": "advisory",
 }
 
