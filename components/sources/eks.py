@@ -36,7 +36,8 @@ from components.labels import cloud_tags
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.clouds.aws import EFA_INTERFACES
-from modelplane.clouds.nodes import GPU_TAINT, provisioned_node_labels
+from modelplane.clouds.nodes import provisioned_node_labels
+from modelplane.clouds.nvidia import GPU_TAINT
 from modelplane.render.meta import LABEL_ROLE
 from modelplane.storage import storage_class_manifest
 

@@ -29,7 +29,8 @@ from components.labels import gcp_labels
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.clouds.gcp import GkePoolSize, gke_pool_size, gpu_networking
-from modelplane.clouds.nodes import provisioned_node_labels, uses_nvidia_dra
+from modelplane.clouds.nodes import provisioned_node_labels
+from modelplane.clouds.nvidia import uses_nvidia_dra
 from modelplane.render.meta import LABEL_ROLE
 from modelplane.storage import storage_class_manifest
 

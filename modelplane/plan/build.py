@@ -70,7 +70,7 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
     return ClusterFoundation(
         name=cluster,
         system_namespace=render_system_namespace(cluster),
-        pool_labeler=tuple(render_pool_labeler(spec)),
+        pool_labeler=tuple(render_pool_labeler(spec, fleet)),
         kai_queue=render_kai_queue() if dynamo(spec) else None,
         charts=tuple(chart_specs(spec, fleet)),
         gateway=tuple(gateway_objects(workload_gateway_name(cluster),

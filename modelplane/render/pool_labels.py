@@ -11,7 +11,8 @@ import hashlib
 import shlex
 from collections.abc import Mapping
 
-from modelplane.api import InferenceCluster
+from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.clouds.nvidia import GPU_PRESENT_LABEL, uses_nvidia_dra
 
 from .meta import LABEL_CLUSTER, LABEL_POOL, PROVISIONED_SOURCES, SYSTEM_NAMESPACE, Manifest, component_labels
 
@@ -23,7 +24,17 @@ def _selector(match_labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
 
 
-def render_pool_labeler(cluster: InferenceCluster) -> list[Manifest]:
+def _labels(fleet: Fleet | None, pool: NodePool) -> str:
+    """`modelplane.ai/pool=<pool>`, plus `nvidia.com/gpu.present=true` on NVIDIA DRA pools: the
+    NVIDIA DRA driver's kubelet plugin only runs on nodes labelled so (or by NFD/the GPU
+    Operator, modelplane.clouds.nvidia), and labelling twice is harmless."""
+    labels = f"{LABEL_POOL}={shlex.quote(pool.name)}"
+    if fleet is not None and uses_nvidia_dra(fleet, pool):
+        labels += f" {GPU_PRESENT_LABEL}=true"
+    return labels
+
+
+def render_pool_labeler(cluster: InferenceCluster, fleet: Fleet | None = None) -> list[Manifest]:
     """ServiceAccount, ClusterRole, binding and a Job; empty when the program provisions the
     cluster (it labels the pools itself) or no pool asks for Apply."""
     if cluster.source in PROVISIONED_SOURCES:
@@ -34,7 +45,7 @@ def render_pool_labeler(cluster: InferenceCluster) -> list[Manifest]:
     labels = component_labels("pool-labeler", {LABEL_CLUSTER: cluster.metadata.name})
     script = " && ".join(
         f"kubectl label nodes --overwrite -l {shlex.quote(_selector(p.pool_label.node_selector.match_labels))} "
-        f"{LABEL_POOL}={shlex.quote(p.name)}"
+        f"{_labels(fleet, p)}"
         for p in applied if p.pool_label is not None and p.pool_label.node_selector is not None)
     # The script is part of the Job name so a changed selector runs a new Job (Job
     # templates are immutable).

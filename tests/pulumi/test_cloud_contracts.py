@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from modelplane.api import load_manifest_text
-from modelplane.clouds.nodes import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, node_affinity_matches
+from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, node_affinity_matches
 from modelplane.storage import STORAGE_CLASSES
 
 from .harness import Run, run_program

@@ -6,7 +6,7 @@ import pytest
 
 from modelplane.api import load_manifest_text
 from modelplane.clouds.gcp import GkePoolSize, gke_pool_size, gpu_networking
-from modelplane.clouds.nodes import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, node_affinity_matches
+from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, node_affinity_matches
 
 POOL = """
 apiVersion: modelplane.ai/v1alpha1

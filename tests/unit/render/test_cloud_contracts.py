@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from modelplane.clouds.nodes import (
-    DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS,
-    node_affinity_matches,
-    provisioned_node_labels,
-    provisioned_node_taints,
-)
+from modelplane.clouds.nodes import provisioned_node_labels, provisioned_node_taints
+from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, node_affinity_matches
 from modelplane.render import render_replica
 from modelplane.render.names import LWS_NAME_BUDGET, REVISION_HASH_SUFFIX
 from modelplane.render.serving import CHARTS, chart_specs, render_modelexpress
@@ -287,3 +283,30 @@ def test_platform_objects_we_render_for_the_clouds_are_valid_kubernetes(cluster:
     validate_any(storage_class_manifest("EKS" if cluster == "eks-a" else "GKE", file_system_id="fs-0123"))
     for obj in render_modelexpress("ml-team"):
         validate_any(obj)
+
+
+BYO = """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: byo, labels: {modelplane.ai/region: c}}
+spec:
+  cluster: {source: Existing, existing: {}}
+  nodePools:
+  - {name: h100, className: p5, nodeCount: 2,
+     poolLabel: {mode: Apply, nodeSelector: {matchLabels: {node.kubernetes.io/instance-type: p5.48xlarge}}}}
+"""
+
+
+def test_pool_labeler_on_existing_clusters_also_satisfies_the_dra_kubelet_plugin_affinity() -> None:
+    """dra-driver-nvidia-gpu values.yaml `kubeletPlugin.affinity` (as above): on a cluster we do
+    not provision, the pool-labelling Job adds nvidia.com/gpu.present=true to NVIDIA DRA pools."""
+    import shlex
+
+    from modelplane.render.pool_labels import render_pool_labeler
+
+    fl = cloud_fleet(BYO)
+    job = next(o for o in render_pool_labeler(fl.clusters["byo"], fl) if o["kind"] == "Job")
+    words = shlex.split(job["spec"]["template"]["spec"]["containers"][0]["command"][-1])
+    applied = dict(w.split("=", 1) for w in words[words.index("-l") + 2:])
+    assert applied == {"modelplane.ai/pool": "h100", "nvidia.com/gpu.present": "true"}
+    assert node_affinity_matches(DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, applied)
