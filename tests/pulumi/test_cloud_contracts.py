@@ -11,43 +11,16 @@ import pytest
 from modelplane.api import load_manifest_text
 from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, node_affinity_matches
 from modelplane.storage import STORAGE_CLASSES
+from tests.unit.render.cloudfleet import gpu_class
 
 from .harness import Run, run_program
 
-CLASSES = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: p5}
-spec:
-  provisioning: {provider: EKS, eks: {instanceType: p5.48xlarge, accelerator: {type: nvidia-h100-80gb, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8, capacity: {memory: {value: 81559Mi}}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: g5}
-spec:
-  provisioning: {provider: EKS, eks: {instanceType: g5.12xlarge, accelerator: {type: nvidia-a10g, count: 4}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 4, capacity: {memory: {value: 22Gi}}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: a3-high}
-spec:
-  provisioning: {provider: GKE, gke: {machineType: a3-highgpu-8g, accelerator: {type: nvidia-h100-80gb, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8, capacity: {memory: {value: 81559Mi}}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: a3-ultra}
-spec:
-  provisioning: {provider: GKE, gke: {machineType: a3-ultragpu-8g, accelerator: {type: nvidia-h200-141gb, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     capacity: {memory: {value: 143771Mi}}}
-"""
+CLASSES = "---".join([
+    gpu_class("p5", "EKS", "p5.48xlarge"),
+    gpu_class("g5", "EKS", "g5.12xlarge", accelerator="nvidia-a10g", count=4, memory="22Gi"),
+    gpu_class("a3-high", "GKE", "a3-highgpu-8g"),
+    gpu_class("a3-ultra", "GKE", "a3-ultragpu-8g", accelerator="nvidia-h200-141gb", memory="143771Mi"),
+])
 
 EKS = CLASSES + """
 ---

@@ -4,28 +4,21 @@ ModelExpress without a server or an image vouched for, SGLang PD and port rules.
 
 from __future__ import annotations
 
+from tests.unit.render.cloudfleet import gpu_class
+
 from .fleets import base, messages
 
-P5 = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: h100}
-spec:
-  provisioning: {provider: EKS, eks: {instanceType: %s, accelerator: {type: nvidia-h100-80gb, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     attributes: {productName: {string: NVIDIA H100 80GB HBM3}}, capacity: {memory: {value: 81559Mi}}}
-"""
-A3 = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: h100}
-spec:
-  provisioning: {provider: GKE, gke: {machineType: %s, accelerator: {type: nvidia-h100-80gb, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     attributes: {productName: {string: NVIDIA H100 80GB HBM3}}, capacity: {memory: {value: 81559Mi}}}
-"""
+PRODUCT = "NVIDIA H100 80GB HBM3"
+
+
+def p5(instance: str) -> str:
+    return gpu_class("h100", "EKS", instance, product=PRODUCT)
+
+
+def a3(machine: str) -> str:
+    return gpu_class("h100", "GKE", machine, product=PRODUCT)
+
+
 EKS = """
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceCluster
@@ -45,11 +38,11 @@ spec:
 
 
 def test_efa_pool_whose_instance_type_has_efa_passes() -> None:
-    assert messages(base(**{"class": P5 % "p5.48xlarge", "cluster": EKS}), "efa-exposure") == []
+    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS}), "efa-exposure") == []
 
 
 def test_efa_pool_without_a_known_efa_instance_type_is_refused() -> None:
-    assert messages(base(**{"class": P5 % "g5.12xlarge", "cluster": EKS}), "efa-exposure") == [
+    assert messages(base(**{"class": p5("g5.12xlarge"), "cluster": EKS}), "efa-exposure") == [
         "[mandatory] efa-exposure: InferenceCluster/c1 (fleet.yaml#1) spec.nodePools[0].fabric.type: pool 'h100' of "
         "InferenceCluster c1 declares EFA but instance type 'g5.12xlarge' is not one known to carry EFA "
         "(g6e.48xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge, p6-b200.48xlarge), "
@@ -62,29 +55,29 @@ def test_efa_pool_without_a_known_efa_instance_type_is_refused() -> None:
 def test_gke_pool_sizes_gke_can_express_pass() -> None:
     for pool in ("nodeCount: 4, zones: [us-central1-a, us-central1-b]",
                  "nodeCount: 2, maxNodeCount: 5, zones: [us-central1-a, us-central1-b]"):
-        assert messages(base(**{"class": A3 % "a3-ultragpu-8g", "cluster": GKE % pool}), "gke-pool-size") == []
+        assert messages(base(**{"class": a3("a3-ultragpu-8g"), "cluster": GKE % pool}), "gke-pool-size") == []
 
 
 def test_gke_pool_that_cannot_hold_its_node_count_is_refused() -> None:
-    docs = base(**{"class": A3 % "a3-ultragpu-8g", "cluster": GKE % "nodeCount: 3, zones: [us-central1-a, "
+    docs = base(**{"class": a3("a3-ultragpu-8g"), "cluster": GKE % "nodeCount: 3, zones: [us-central1-a, "
                                                                        "us-central1-b]"})
     assert messages(docs, "gke-pool-size") == [
         "[mandatory] gke-pool-size: InferenceCluster/g1 (fleet.yaml#1) spec.nodePools[0]: pool 'h100': nodeCount 3 "
         "cannot be spread evenly over 2 zones and GKE sets a fixed pool's size per zone; list one zone, make "
         "nodeCount a multiple of 2, or set maxNodeCount for an autoscaled pool."]
-    no_zone = base(**{"class": A3 % "a3-ultragpu-8g", "cluster": GKE % "nodeCount: 2"})
+    no_zone = base(**{"class": a3("a3-ultragpu-8g"), "cluster": GKE % "nodeCount: 2"})
     assert "GKE GPU pools need spec.nodePools[].zones" in messages(no_zone, "gke-pool-size")[0]
 
 
 def test_gke_fabric_domain_on_a3_high_says_gpudirect_tcpx_is_not_wired() -> None:
-    docs = base(**{"class": A3 % "a3-highgpu-8g",
+    docs = base(**{"class": a3("a3-highgpu-8g"),
                    "cluster": GKE % "nodeCount: 2, zones: [us-central1-a], fabric: {domain: d1}"})
     [message] = messages(docs, "gke-gpudirect")
     assert message.startswith("[advisory] gke-gpudirect: InferenceCluster/g1 (fleet.yaml#1) "
                               "spec.nodePools[0].fabric.domain: pool 'h100' (a3-highgpu-8g) declares fabric domain "
                               "'d1'; its machines use GPUDirect-TCPX over 4 extra NICs. The pool gets COMPACT "
                               "placement and no extra VPCs are attached")
-    plain = base(**{"class": A3 % "a3-highgpu-8g", "cluster": GKE % "nodeCount: 2, zones: [us-central1-a]"})
+    plain = base(**{"class": a3("a3-highgpu-8g"), "cluster": GKE % "nodeCount: 2, zones: [us-central1-a]"})
     assert messages(plain, "gke-gpudirect") == []
 
 

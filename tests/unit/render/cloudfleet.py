@@ -7,34 +7,55 @@ from modelplane.api import Fleet, load_manifest_text
 
 GPU_CEL = 'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("79Gi")) >= 0'
 
-CLOUD = """
+def gpu_class(name: str, provider: str, machine: str, *, accelerator: str = "nvidia-h100-80gb", count: int = 8,
+              memory: str = "81559Mi", product: str | None = None) -> str:
+    """An NVIDIA DRA InferenceClass provisioned on EKS (`machine` = instanceType) or GKE (machineType)."""
+    field = "instanceType" if provider == "EKS" else "machineType"
+    attributes = f", attributes: {{productName: {{string: {product}}}}}" if product else ""
+    return f"""
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceClass
-metadata: {name: p5}
+metadata: {{name: {name}}}
 spec:
-  provisioning: {provider: EKS, eks: {instanceType: p5.48xlarge, accelerator: {type: nvidia-h100-80gb, count: 8}}}
+  provisioning: {{provider: {provider}, {provider.lower()}: {{{field}: {machine},
+                 accelerator: {{type: {accelerator}, count: {count}}}}}}}
   devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     capacity: {memory: {value: 81559Mi}}}
----
+  - {{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: {count}{attributes},
+     capacity: {{memory: {{value: {memory}}}}}}}
+"""
+
+
+def gang(name: str, engine: str = "vllm", copies: int = 1) -> str:
+    """A Leader + 1 Worker vLLM engine claiming 8 GPUs per pod."""
+    member = f"nodeSelector: {{devices: [{{name: gpu, count: 8, selectors: [{{cel: '{GPU_CEL}'}}]}}]}}"
+    image = "template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}"
+    return f"""
 apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: g5}
+kind: ModelDeployment
+metadata: {{name: {name}, namespace: ml-team}}
 spec:
-  provisioning: {provider: EKS, eks: {instanceType: g5.48xlarge, accelerator: {type: nvidia-a10g, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     capacity: {memory: {value: 22Gi}}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: a3-high}
-spec:
-  provisioning: {provider: GKE, gke: {machineType: a3-highgpu-8g, accelerator: {type: nvidia-h100-80gb, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     capacity: {memory: {value: 81559Mi}}}
----
+  replicas: 1
+  template:
+    spec:
+      engines:
+      - name: {engine}
+        copies: {copies}
+        members:
+        - role: Leader
+          {member}
+          {image}
+        - role: Worker
+          worker: {{nodes: 1}}
+          {member}
+          {image}
+"""
+
+
+CLOUD = "---".join([
+    gpu_class("p5", "EKS", "p5.48xlarge"),
+    gpu_class("g5", "EKS", "g5.48xlarge", accelerator="nvidia-a10g", memory="22Gi"),
+    gpu_class("a3-high", "GKE", "a3-highgpu-8g"),
+    """
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceCluster
 metadata: {name: eks-a, labels: {modelplane.ai/region: a}}
@@ -53,25 +74,9 @@ spec:
   cluster: {source: GKE, gke: {region: us-central1}}
   nodePools:
   - {name: a3, className: a3-high, nodeCount: 2, zones: [us-central1-a], fabric: {domain: usc1-a}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelDeployment
-metadata: {name: gang, namespace: ml-team}
-spec:
-  replicas: 1
-  template:
-    spec:
-      engines:
-      - name: vllm
-        members:
-        - role: Leader
-          nodeSelector: {devices: [{name: gpu, count: 8, selectors: [{cel: '{cel}'}]}]}
-          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
-        - role: Worker
-          worker: {nodes: 1}
-          nodeSelector: {devices: [{name: gpu, count: 8, selectors: [{cel: '{cel}'}]}]}
-          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
----
+""",
+    gang("gang"),
+    """
 apiVersion: modelplane.ai/v1alpha1
 kind: ModelDeployment
 metadata: {name: half, namespace: ml-team}
@@ -85,7 +90,8 @@ spec:
         - role: Standalone
           nodeSelector: {devices: [{name: gpu, count: 2, selectors: [{cel: '{cel}'}]}]}
           template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
-""".replace("{cel}", GPU_CEL)
+""".replace("{cel}", GPU_CEL),
+])
 
 
 def cloud_fleet(*extra: str) -> Fleet:

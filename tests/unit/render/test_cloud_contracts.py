@@ -14,7 +14,7 @@ from modelplane.render import render_replica
 from modelplane.render.names import LWS_NAME_BUDGET, REVISION_HASH_SUFFIX
 from modelplane.render.serving import CHARTS, chart_specs, render_modelexpress
 
-from .cloudfleet import GPU_CEL, cloud_fleet
+from .cloudfleet import GPU_CEL, cloud_fleet, gang
 from .fleets import by_kind, one, place
 from .schema import validate_any
 
@@ -107,11 +107,11 @@ def test_efa_devices_reach_pods_only_through_vpc_amazonaws_com_efa_requests() ->
         validate_any(obj)
     for template in (lws["leaderTemplate"], lws["workerTemplate"]):
         resources = template["spec"]["containers"][0]["resources"]
-        assert resources["limits"]["vpc.amazonaws.com/efa"] == 32 == resources["requests"]["vpc.amazonaws.com/efa"]
+        assert resources["limits"]["vpc.amazonaws.com/efa"] == "32" == resources["requests"]["vpc.amazonaws.com/efa"]
     half = render_replica(fl, fl.deployments[("ml-team", "half")],
                           place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("efa",)}), "eks-a")
     resources = one(half, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
-    assert resources["limits"]["vpc.amazonaws.com/efa"] == 8
+    assert resources["limits"]["vpc.amazonaws.com/efa"] == "8"
     off = render_replica(fl, fl.deployments[("ml-team", "half")],
                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("block",)}), "eks-a")
     assert "limits" not in one(off, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
@@ -122,25 +122,7 @@ def test_lws_worker_controller_revision_hash_label_stays_within_63_characters() 
     to StatefulSet `<name>-<group>`, labelled `controller-revision-hash: <sts>-<10 chars>`, and a
     label value over 63 characters makes the pod uncreatable."""
     long = "a-deployment-name-long-enough-to-fill-fifty-characters"
-    fl = cloud_fleet(f"""
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelDeployment
-metadata: {{name: {long}, namespace: ml-team}}
-spec:
-  replicas: 1
-  template:
-    spec:
-      engines:
-      - name: an-engine-with-a-long-name-too
-        copies: 64
-        members:
-        - role: Leader
-          nodeSelector: {{devices: [{{name: gpu, count: 8, selectors: [{{cel: '{GPU_CEL}'}}]}}]}}
-          template: {{spec: {{containers: [{{name: engine, image: vllm/vllm-openai:v0.26.0}}]}}}}
-        - role: Worker
-          worker: {{nodes: 1}}
-          template: {{spec: {{containers: [{{name: engine, image: vllm/vllm-openai:v0.26.0}}]}}}}
-""")
+    fl = cloud_fleet(gang(long, "an-engine-with-a-long-name-too", copies=64))
     objects = render_replica(fl, fl.deployments[("ml-team", long)], place(fl, "ml-team", long, "eks-a"), "eks-a")
     lws = one(objects, "LeaderWorkerSet")
     name = lws["metadata"]["name"]
