@@ -55,7 +55,7 @@ class InferenceCluster(pulumi.ComponentResource):
         self.source = spec.source
         connected = None if args.render_dir else self._connect(name, args)
         provisioned = connected if isinstance(connected, ProvisionedCluster) else None
-        self.kubeconfig = provisioned.kubeconfig if provisioned else connected  # type: ignore[assignment]
+        self.kubeconfig = connected.kubeconfig if isinstance(connected, ProvisionedCluster) else connected
         self.provider = _provider(name, self, args, self.kubeconfig)
         # The cache StorageClass of a cluster we provision, on its own provider: ModelCache
         # PVCs name it (modelplane.storage).

@@ -1,11 +1,13 @@
-"""modelexpress-server / modelexpress-image: `--load-format modelexpress` needs the ModelExpress loader in the
-engine image and a ModelExpress server, which only Dynamo clusters with a cache have
+"""modelexpress-server / modelexpress-image: `--load-format modelexpress` needs the
+ModelExpress loader in the engine image and a ModelExpress server, which only Dynamo
+clusters with a cache have
 (k8s-api-shapes.md §5.3: the `modelexpress` package must be installed in the image; issue 12)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from modelplane.api import ModelDeployment
 from modelplane.render.meta import ANNOTATION_MODELEXPRESS
 from modelplane.scheduler import candidate_clusters
 
@@ -22,7 +24,7 @@ def _opted_in(*notes: dict[str, str] | None) -> bool:
     return any(str((n or {}).get(ANNOTATION_MODELEXPRESS, "")).lower() == "true" for n in notes)
 
 
-def _uses(ctx: CheckContext) -> Iterable[tuple[object, str, bool, bool, str | None, bool]]:
+def _uses(ctx: CheckContext) -> Iterable[tuple[ModelDeployment, str, bool, bool, str | None, bool]]:
     """(deployment, engine name, cached, on Dynamo, field of the flag or None, opted in) per member."""
     candidates = candidate_clusters(ctx.fleet)
     for key, dep in ctx.fleet.deployments.items():

@@ -23,8 +23,12 @@ class Check:
 CHECKS: dict[str, Check] = {}
 
 
-def register(name: str, level: str, description: str, needs_placement: bool = False):
-    def wrap(fn: Callable[[CheckContext], Iterable[Finding]]):
+CheckFunction = Callable[[CheckContext], Iterable[Finding]]
+
+
+def register(name: str, level: str, description: str, *, needs_placement: bool = False
+             ) -> Callable[[CheckFunction], CheckFunction]:
+    def wrap(fn: CheckFunction) -> CheckFunction:
         CHECKS[name] = Check(name, level, description, fn, needs_placement)
         return fn
     return wrap

@@ -71,11 +71,10 @@ def engine_container(m: MemberContext) -> Manifest:
         container["readinessProbe"] = readiness_probe()
     resources = spec.pop("resources", None) or {}
     efa = efa_devices(m)
-    if efa and EFA_RESOURCE not in (resources.get("limits") or {}) | (resources.get("requests") or {}):
+    if efa:
         # Extended resources must request what they limit; quantities as strings, as the
         # API server returns them (and as Pulumi's YAML renderer writes them).
-        resources = {**resources, "limits": {**(resources.get("limits") or {}), EFA_RESOURCE: str(efa)},
-                     "requests": {**(resources.get("requests") or {}), EFA_RESOURCE: str(efa)}}
+        resources = {**resources, "limits": {EFA_RESOURCE: str(efa)}, "requests": {EFA_RESOURCE: str(efa)}}
     if m.claim_template:
         # The whole claim: every device the member resolved belongs to this container.
         resources = {**resources, "claims": [{"name": CLAIM_NAME}]}
