@@ -1,4 +1,4 @@
-"""`python -m modelplane <command>`: plan, render, lint, split, demo."""
+"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("plan", "render", "lint", "split", "demo")
+COMMANDS = ("plan", "render", "lint", "split", "demo", "sim")
 
 
 def build_parser() -> argparse.ArgumentParser:

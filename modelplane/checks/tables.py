@@ -76,3 +76,27 @@ FABRIC_SOURCES: dict[str, tuple[str, ...]] = {
     "EFA": ("EKS", "Existing"),
     "InfiniBand": ("Nebius", "AKS", "Existing"),
 }
+
+
+@dataclass(frozen=True)
+class NvidiaGpuIdentity:
+    """What the NVIDIA DRA driver's kubelet plugin publishes about a full GPU besides memory:
+    the NVML product name, the architecture string and the CUDA compute capability
+    (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/deviceinfo.go, Attributes())."""
+
+    product_name: str
+    architecture: str
+    compute_capability: str
+
+
+# Keyed by GpuProduct.name. Product names as NVML reports them and compute capabilities from
+# NVIDIA's CUDA GPU table (Hopper 9.0, Ampere A100 8.0, Blackwell B200 10.0, Ada 8.9);
+# architecture names as go-nvlib spells them. Not re-measured on hardware here.
+NVIDIA_GPU_IDENTITIES: dict[str, NvidiaGpuIdentity] = {
+    "NVIDIA H100 80GB": NvidiaGpuIdentity("NVIDIA H100 80GB HBM3", "Hopper", "9.0.0"),
+    "NVIDIA A100 80GB": NvidiaGpuIdentity("NVIDIA A100-SXM4-80GB", "Ampere", "8.0.0"),
+    "NVIDIA H200 141GB": NvidiaGpuIdentity("NVIDIA H200", "Hopper", "9.0.0"),
+    "NVIDIA B200 180GB": NvidiaGpuIdentity("NVIDIA B200", "Blackwell", "10.0.0"),
+    "NVIDIA L40S 48GB": NvidiaGpuIdentity("NVIDIA L40S", "Ada Lovelace", "8.9.0"),
+    "NVIDIA L4 24GB": NvidiaGpuIdentity("NVIDIA L4", "Ada Lovelace", "8.9.0"),
+}

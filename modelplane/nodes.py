@@ -1,0 +1,323 @@
+"""What a real node of a fleet cluster looks like to the Kubernetes API: its labels (per cluster
+source), taints, allocatable resources, and the DRA devices its GPU driver publishes.
+
+One home for these facts. The `sim` package creates kwok Nodes and ResourceSlices from them, and
+contract tests compare them with what upstream components expect of real nodes (for example the
+NVIDIA DRA driver's kubelet-plugin node affinity). Pure: no I/O, no Kubernetes client.
+
+Label sources (checked with the search tool, 2026-11-30):
+- every kubelet: `kubernetes.io/hostname`, `kubernetes.io/os`, `kubernetes.io/arch` and their
+  deprecated `beta.kubernetes.io/*` twins (Kubernetes "Well-Known Labels, Annotations and Taints");
+- clouds: `node.kubernetes.io/instance-type`, `topology.kubernetes.io/region`,
+  `topology.kubernetes.io/zone`, set by the cloud provider (same page);
+- EKS managed node groups: `eks.amazonaws.com/nodegroup`, `eks.amazonaws.com/nodegroup-image`,
+  `eks.amazonaws.com/capacityType`, passed by the node group's bootstrap as kubelet
+  `--node-labels` (EKS managed node group user data, as eksctl and the EKS Terraform modules
+  reproduce it); the GPU taint `nvidia.com/gpu=present:NoSchedule` is the one this program's EKS
+  node groups declare (components/sources/eks.py);
+- GKE node pools: `cloud.google.com/gke-nodepool` (GKE node pool docs),
+  `cloud.google.com/gke-accelerator` and `cloud.google.com/gke-accelerator-count` (GKE GPU docs
+  and `kubectl describe node` of GPU nodes), and GKE's own GPU taint `nvidia.com/gpu=present:NoSchedule`
+  ("GKE automatically taints the GPU nodes", GKE GPU docs);
+- Kind workers: only the kubelet labels plus the labels of the kind config, which this program sets
+  to `modelplane.ai/pool` (components/sources/kind.py);
+- Existing clusters: nobody sets `modelplane.ai/pool` (silent failure 6) unless the pool says
+  `poolLabel: {mode: Present}`; with `mode: Apply` the nodes carry the selector's labels and the
+  program's labelling Job adds the pool label.
+Neither cloud sets Node Feature Discovery labels (`feature.node.kubernetes.io/pci-10de.present`):
+those come from NFD / the GPU operator when installed, so no profile sets them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from modelplane.api.fleet import Fleet
+from modelplane.api.inference_class import DeviceKind, InferenceClass
+from modelplane.api.inference_cluster import InferenceCluster, NodePool
+from modelplane.checks.tables import NVIDIA_GPU_IDENTITIES
+from modelplane.checks.usable_gpu_memory import identify
+from modelplane.render.meta import LABEL_POOL
+
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
+NVIDIA_DRIVER = "gpu.nvidia.com"
+EXAMPLE_DRIVER = "gpu.example.com"
+# What a simulated NVIDIA node reports for its host driver stack (a current datacenter branch).
+NVIDIA_DRIVER_VERSION = "580.126.20"
+NVIDIA_CUDA_DRIVER_VERSION = "13.0.0"
+EKS_DEFAULT_AMI_TYPE = "AL2023_x86_64_NVIDIA"
+
+# vCPU and memory of the instance types the examples name (AWS EC2 / GCP machine-type pages);
+# the sim publishes them as capacity and allocatable. Unknown types get DEFAULT_ALLOCATABLE.
+INSTANCE_RESOURCES: dict[str, tuple[str, str]] = {
+    "p5.48xlarge": ("192", "2048Gi"),
+    "p5en.48xlarge": ("192", "2048Gi"),
+    "p4d.24xlarge": ("96", "1152Gi"),
+    "a3-highgpu-8g": ("208", "1872Gi"),
+    "a3-megagpu-8g": ("208", "1872Gi"),
+    "a3-ultragpu-8g": ("224", "2952Gi"),
+    "a2-ultragpu-4g": ("48", "680Gi"),
+    "g2-standard-24": ("24", "96Gi"),
+}
+DEFAULT_ALLOCATABLE = ("16", "64Gi")
+MAX_PODS = "110"  # the kubelet's default maxPods
+
+
+@dataclass(frozen=True)
+class NodeShape:
+    """One node as the API sees it: name, labels, taints and allocatable resources."""
+
+    name: str
+    cluster: str
+    pool: str
+    labels: dict[str, str]
+    taints: list[dict[str, str]] = field(default_factory=list)
+    allocatable: dict[str, str] = field(default_factory=dict)
+
+    def manifest(self) -> dict[str, object]:
+        """A v1 Node for a kwok-managed cluster, with status (capacity = allocatable) set on create."""
+        spec: dict[str, object] = {"taints": [dict(t) for t in self.taints]} if self.taints else {}
+        return {
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": self.name, "labels": dict(sorted(self.labels.items())),
+                         "annotations": {KWOK_NODE_ANNOTATION: "fake"}},
+            "spec": spec,
+            "status": {"capacity": dict(self.allocatable), "allocatable": dict(self.allocatable)},
+        }
+
+
+def _class_of(fleet: Fleet, pool: NodePool) -> InferenceClass | None:
+    return fleet.classes.get(pool.class_name) if pool.class_name else None
+
+
+def _provisioned(cls: InferenceClass | None, provider: str) -> tuple[str | None, int]:
+    """(instance or machine type, accelerator count) of a class provisioned on `provider`."""
+    prov = cls.spec.provisioning if cls else None
+    if prov is None or prov.provider != provider:
+        return None, 0
+    if provider == "EKS" and prov.eks is not None:
+        return prov.eks.instance_type, prov.eks.accelerator.count
+    if provider == "GKE" and prov.gke is not None:
+        return prov.gke.machine_type, prov.gke.accelerator.count
+    return None, 0
+
+
+def _accelerator(cls: InferenceClass | None) -> str | None:
+    prov = cls.spec.provisioning if cls else None
+    if prov is not None and prov.provider == "GKE" and prov.gke is not None:
+        return prov.gke.accelerator.type
+    return None
+
+
+def _digest(*parts: str, size: int = 8) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()[:size]
+
+
+def node_name(cluster: InferenceCluster, pool: NodePool, index: int, ordinal: int) -> str:
+    """A name shaped like the source's own (kind `<c>-worker2`, EKS `ip-…`, GKE `gke-…`).
+    `ordinal` counts nodes across the cluster's pools (kind numbers workers cluster-wide)."""
+    source, name = cluster.source, cluster.metadata.name
+    if source == "Kind":
+        return f"{name}-worker" + (str(ordinal + 1) if ordinal else "")
+    if source == "EKS":
+        h = int(_digest(name, pool.name, str(index)), 16)
+        region = cluster.spec.cluster.eks.region if cluster.spec.cluster.eks else "us-east-1"
+        return f"ip-10-{(h >> 16) % 256}-{(h >> 8) % 256}-{h % 256}.{region}.compute.internal"
+    if source == "GKE":
+        return f"gke-{name[:20]}-{pool.name[:15]}-{_digest(name, pool.name)}-{_digest(str(index), size=4)}"
+    return f"{name}-{pool.name}-{index}"
+
+
+def source_labels(cluster: InferenceCluster, pool: NodePool, cls: InferenceClass | None,
+                  name: str, index: int) -> dict[str, str]:
+    """The labels a real node of this pool carries on this cluster's source (module docstring)."""
+    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+    source = cluster.source
+    zone = pool.zones[index % len(pool.zones)] if pool.zones else None
+    if source == "Kind":
+        labels[LABEL_POOL] = pool.name
+    elif source == "EKS":
+        eks = cluster.spec.cluster.eks
+        instance, _ = _provisioned(cls, "EKS")
+        prov = cls.spec.provisioning.eks if cls and cls.spec.provisioning and cls.spec.provisioning.eks else None
+        ami_type = prov.ami_type if prov and prov.ami_type else EKS_DEFAULT_AMI_TYPE
+        labels.update({
+            "eks.amazonaws.com/nodegroup": f"{cluster.metadata.name}-{pool.name}",
+            "eks.amazonaws.com/nodegroup-image": f"ami-{_digest(ami_type, size=17)}",
+            "eks.amazonaws.com/capacityType": "CAPACITY_BLOCK" if pool.capacity_block else "ON_DEMAND",
+            LABEL_POOL: pool.name,
+        })
+        if eks is not None:
+            labels["topology.kubernetes.io/region"] = eks.region
+            labels["topology.kubernetes.io/zone"] = zone or f"{eks.region}a"
+        if instance:
+            labels["node.kubernetes.io/instance-type"] = instance
+    elif source == "GKE":
+        gke = cluster.spec.cluster.gke
+        machine, count = _provisioned(cls, "GKE")
+        labels["cloud.google.com/gke-nodepool"] = pool.name
+        labels[LABEL_POOL] = pool.name
+        accelerator = _accelerator(cls)
+        if accelerator:
+            labels["cloud.google.com/gke-accelerator"] = accelerator
+            labels["cloud.google.com/gke-accelerator-count"] = str(count)
+        if gke is not None:
+            labels["topology.kubernetes.io/region"] = gke.region
+            labels["topology.kubernetes.io/zone"] = zone or f"{gke.region}-a"
+        if machine:
+            labels["node.kubernetes.io/instance-type"] = machine
+    elif source == "Existing":
+        if pool.pool_label is not None and pool.pool_label.mode == "Present":
+            labels[LABEL_POOL] = pool.name
+        elif pool.pool_label is not None and pool.pool_label.node_selector is not None:
+            labels.update(pool.pool_label.node_selector.match_labels)
+    else:
+        labels[LABEL_POOL] = pool.name  # other provisioned sources label their pools like EKS/GKE do
+    return labels
+
+
+def source_taints(cluster: InferenceCluster, pool: NodePool) -> list[dict[str, str]]:
+    """Node taints the source puts on this pool's nodes: the GPU taint of EKS and GKE GPU pools."""
+    if cluster.source in ("EKS", "GKE") and pool.is_gpu_pool:
+        return [dict(GPU_TAINT)]
+    return []
+
+
+def allocatable(cluster: InferenceCluster, cls: InferenceClass | None) -> dict[str, str]:
+    instance, _ = _provisioned(cls, cluster.source) if cluster.source in ("EKS", "GKE") else (None, 0)
+    cpu, memory = INSTANCE_RESOURCES.get(instance or "", DEFAULT_ALLOCATABLE)
+    return {"cpu": cpu, "memory": memory, "pods": MAX_PODS}
+
+
+def cluster_nodes(fleet: Fleet, cluster: InferenceCluster) -> list[NodeShape]:
+    """Every node of the cluster: `nodeCount` per pool (the declared count, not maxNodeCount)."""
+    nodes: list[NodeShape] = []
+    for pool in cluster.spec.node_pools:
+        cls = _class_of(fleet, pool)
+        for index in range(pool.node_count):
+            name = node_name(cluster, pool, index, len(nodes))
+            nodes.append(NodeShape(name, cluster.metadata.name, pool.name,
+                                   source_labels(cluster, pool, cls, name, index),
+                                   source_taints(cluster, pool), allocatable(cluster, cls)))
+    return nodes
+
+
+# ------------------------------------------------------------------------------------------- DRA devices
+
+def _attribute(value: str | int, kind: str) -> dict[str, object]:
+    return {kind: value}
+
+
+def _declared(device: DeviceKind, key: str) -> dict[str, object] | None:
+    for name, value in device.attributes.items():
+        if name.rpartition("/")[2] == key:
+            return dict(value.raw())
+    return None
+
+
+def _memory(cls: InferenceClass, device: DeviceKind) -> str | None:
+    """The memory the driver really publishes: the product's usable figure when the product is
+    known (so a class declaring 80Gi for an H100 meets 81559Mi, as on real nodes), else the
+    class's own figure."""
+    product = identify(cls, device)
+    if product is not None:
+        return product.usable
+    for name, value in device.capacity.items():
+        if name.rpartition("/")[2] == "memory":
+            return value.value
+    return None
+
+
+def published_devices(cls: InferenceClass, device: DeviceKind, node: str) -> list[dict[str, object]]:
+    """The ResourceSlice devices (resource.k8s.io/v1 shape) a node of this class publishes for one
+    device kind: one device per GPU, named and attributed as the real driver does.
+
+    gpu.nvidia.com: sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/deviceinfo.go
+    (names `gpu-<minor>`; attributes type, uuid, productName, brand, architecture,
+    cudaComputeCapability, driverVersion, cudaDriverVersion, resource.kubernetes.io/pciBusID;
+    capacity `memory` = NVML total as a binary-SI quantity).
+    gpu.example.com: kubernetes-sigs/dra-example-driver v0.4.0 internal/profiles/gpu/gpu.go (names
+    `gpu-<i>`; attributes index, uuid, model, driverVersion; capacity memory 80Gi and compute 100).
+    Other drivers: the class's own attributes and capacity, verbatim."""
+    memory = _memory(cls, device)
+    out: list[dict[str, object]] = []
+    for i in range(device.count):
+        uuid = _digest(node, device.name, str(i), size=32)
+        uuid = f"{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:]}"
+        attributes: dict[str, object]
+        capacity: dict[str, object]
+        if device.driver == NVIDIA_DRIVER:
+            product = identify(cls, device)
+            ident = NVIDIA_GPU_IDENTITIES.get(product.name) if product else None
+            declared_name = _declared(device, "productName")
+            attributes = {
+                "type": _attribute("gpu", "string"),
+                "uuid": _attribute(f"GPU-{uuid}", "string"),
+                "productName": declared_name or _attribute(ident.product_name if ident else "NVIDIA GPU", "string"),
+                "brand": _attribute("Nvidia", "string"),
+                "architecture": _attribute(ident.architecture if ident else "Unknown", "string"),
+                "cudaComputeCapability": _attribute(ident.compute_capability if ident else "0.0.0", "version"),
+                "driverVersion": _declared(device, "driverVersion") or _attribute(NVIDIA_DRIVER_VERSION, "version"),
+                "cudaDriverVersion": _attribute(NVIDIA_CUDA_DRIVER_VERSION, "version"),
+                "resource.kubernetes.io/pciBusID": _attribute(f"0000:{0x18 + 0x10 * i:02x}:00.0", "string"),
+            }
+            capacity = {"memory": {"value": memory}} if memory else {}
+        elif device.driver == EXAMPLE_DRIVER:
+            attributes = {
+                "index": _attribute(i, "int"),
+                "uuid": _attribute(f"gpu-{uuid}", "string"),
+                "model": _declared(device, "model") or _attribute("LATEST-GPU-MODEL", "string"),
+                "driverVersion": _declared(device, "driverVersion") or _attribute("1.0.0", "version"),
+            }
+            capacity = {"memory": {"value": memory or "80Gi"}, "compute": {"value": "100"}}
+        else:
+            attributes = {k: dict(v.raw()) for k, v in device.attributes.items()}
+            capacity = {k: dict(v.raw()) for k, v in device.capacity.items()}
+        out.append({"name": f"gpu-{i}" if len(cls.spec.devices) == 1 else f"{device.name}-{i}",
+                    "attributes": attributes, "capacity": capacity})
+    return out
+
+
+def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeShape]) -> list[dict[str, object]]:
+    """One ResourceSlice per (node, driver) of DRA devices, pool = node name, as node-local drivers publish."""
+    slices: list[dict[str, object]] = []
+    for node in nodes:
+        pool = cluster.pool(node.pool)
+        cls = _class_of(fleet, pool) if pool else None
+        if cls is None:
+            continue
+        by_driver: dict[str, list[dict[str, object]]] = {}
+        for device in cls.spec.devices:
+            if device.claim == "DRA":
+                by_driver.setdefault(device.driver, []).extend(published_devices(cls, device, node.name))
+        for driver, devices in sorted(by_driver.items()):
+            slices.append({
+                "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": f"{node.name[:200]}-{driver}".replace("_", "-")},
+                "spec": {"driver": driver, "nodeName": node.name,
+                         "pool": {"name": node.name, "generation": 1, "resourceSliceCount": 1},
+                         "devices": devices},
+            })
+    return slices
+
+
+def device_classes(fleet: Fleet, cluster: InferenceCluster) -> list[dict[str, object]]:
+    """The DeviceClasses the drivers of this cluster's classes install (named after the class's
+    deviceClassName; gpu.nvidia.com also selects type 'gpu' like the driver's chart)."""
+    wanted: dict[str, str] = {}
+    for pool in cluster.spec.node_pools:
+        cls = _class_of(fleet, pool)
+        for device in cls.spec.devices if cls else []:
+            if device.claim == "DRA" and device.device_class_name:
+                wanted.setdefault(device.device_class_name, device.driver)
+    out: list[dict[str, object]] = []
+    for name, driver in sorted(wanted.items()):
+        expression = f"device.driver == '{driver}'"
+        if driver == NVIDIA_DRIVER:
+            expression += " && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+        out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+                    "spec": {"selectors": [{"cel": {"expression": expression}}]}})
+    return out
