@@ -16,16 +16,17 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(PY) -m modelplane demo examples/kind
 
-# The real Pulumi engine for the engine tests: built once per machine (cached outside
-# the repository), or the pulumi already on PATH. If it cannot be built, the engine
-# tests skip with the reason, and this says so loudly instead of failing the rest.
+# The real Pulumi engine for the engine tests and the control plane for the sim tests:
+# built once per machine (cached outside the repository), or the pulumi already on PATH.
+# If they cannot be built, those tests skip with the reason, and this says so loudly
+# instead of failing the rest.
 tools: $(STAMP)
 	@scripts/bootstrap-tools || { \
 	  echo; \
 	  echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'; \
-	  echo '!!! The real Pulumi engine tools could not be built on this machine.       !!!'; \
-	  echo '!!! The engine tests (pytest -m engine) will be SKIPPED, not run.          !!!'; \
-	  echo '!!! See the messages above and docs/engine-tools.md.                       !!!'; \
+	  echo '!!! Some real-engine or sim tools could not be built on this machine.      !!!'; \
+	  echo '!!! Their tests (pytest -m engine / -m sim) will be SKIPPED, not run.      !!!'; \
+	  echo '!!! See the messages above, docs/engine-tools.md and docs/sim.md.          !!!'; \
 	  echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'; \
 	  echo; }
 

@@ -39,7 +39,7 @@ from modelplane.api.fleet import Fleet
 from .cluster import LOOPBACK, PORT_ROLES, ClusterPorts, SimCluster
 from .errors import SimError
 from .process import Proc, stop
-from .tools import SimTools, find_tools
+from .tools import BUILD_HINT, SimTools, find_tools
 
 MARKER = ".modelplane-sim"
 STATE_FILE = "sim.json"
@@ -197,6 +197,10 @@ class SimFleet:
             raise SimError(f"the fleet{' in ' + source if source else ''} declares no InferenceCluster; "
                            "there is nothing to simulate")
         tools = self._tools or find_tools()
+        missing = tools.missing()
+        if missing:
+            raise SimError(f"the simulated clusters need tools that are not built in {tools.root}: "
+                           f"{', '.join(missing)}; {BUILD_HINT}")
         self._claim_state_dir()
         names = sorted(fleet.clusters)
         ports = assign_ports(names, self.first_port)
@@ -232,7 +236,7 @@ class SimFleet:
                 return
             if time.monotonic() >= deadline:
                 c = pending[0]
-                raise SimError(f"cluster {c.name}: {what} did not become ready within {self.timeout:.0f}s. The "
+                raise SimError(f"cluster {c.name}: {what} did not become ready within {self.timeout:g}s. The "
                                f"machine may be busy: retry with a larger --timeout, or read {c.dir / 'logs' / log}")
             time.sleep(0.2)
 

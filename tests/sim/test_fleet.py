@@ -42,7 +42,8 @@ def sim_cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def aws_sim(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimFleet, dict[str, Path]]]:
+def aws_sim(sim_tools: SimTools,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimFleet, dict[str, Path]]]:
     """The EKS-shaped fleet of examples/aws, started once for this module."""
     sim = SimFleet(tmp_path_factory.mktemp("aws-sim") / "state", tools=sim_tools)
     try:
