@@ -123,8 +123,8 @@ def test_eks_nodes_carry_the_node_group_profile_and_publish_nvidia_devices(
         assert node["status"]["allocatable"]["cpu"] == "192"
     slices = {s["spec"]["nodeName"]: s for s in east.items("/apis/resource.k8s.io/v1/resourceslices")}
     for expected in resource_slices(fleet, cluster, want):
-        got = slices[expected["spec"]["nodeName"]]["spec"]  # type: ignore[index]
-        assert got["devices"] == expected["spec"]["devices"]  # type: ignore[index]
+        got = slices[expected["spec"]["nodeName"]]["spec"]
+        assert got["devices"] == expected["spec"]["devices"]
         assert len(got["devices"]) == 8
         assert {d["capacity"]["memory"]["value"] for d in got["devices"]} == {"81559Mi"}
         assert {d["attributes"]["productName"]["string"] for d in got["devices"]} == {"NVIDIA H100 80GB HBM3"}
