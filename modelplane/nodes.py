@@ -130,6 +130,19 @@ def node_name(cluster: InferenceCluster, pool: NodePool, index: int, ordinal: in
     return f"{name}-{pool.name}-{index}"
 
 
+def _cloud_labels(region: str | None, zone: str | None, first_zone_suffix: str,
+                  instance: str | None) -> dict[str, str]:
+    """The well-known labels a cloud provider sets: region, zone (the pool's, else the region's
+    first zone, spelled `us-east-1a` on AWS and `us-central1-a` on GCP) and instance type."""
+    labels = {}
+    if region is not None:
+        labels["topology.kubernetes.io/region"] = region
+        labels["topology.kubernetes.io/zone"] = zone or f"{region}{first_zone_suffix}"
+    if instance:
+        labels["node.kubernetes.io/instance-type"] = instance
+    return labels
+
+
 def source_labels(cluster: InferenceCluster, pool: NodePool, cls: InferenceClass | None,
                   name: str, index: int) -> dict[str, str]:
     """The labels a real node of this pool carries on this cluster's source (module docstring)."""
@@ -150,11 +163,7 @@ def source_labels(cluster: InferenceCluster, pool: NodePool, cls: InferenceClass
             "eks.amazonaws.com/capacityType": "CAPACITY_BLOCK" if pool.capacity_block else "ON_DEMAND",
             LABEL_POOL: pool.name,
         })
-        if eks is not None:
-            labels["topology.kubernetes.io/region"] = eks.region
-            labels["topology.kubernetes.io/zone"] = zone or f"{eks.region}a"
-        if instance:
-            labels["node.kubernetes.io/instance-type"] = instance
+        labels.update(_cloud_labels(eks.region if eks else None, zone, "a", instance))
     elif source == "GKE":
         gke = cluster.spec.cluster.gke
         machine, count = _provisioned(cls, "GKE")
@@ -164,11 +173,7 @@ def source_labels(cluster: InferenceCluster, pool: NodePool, cls: InferenceClass
         if accelerator:
             labels["cloud.google.com/gke-accelerator"] = accelerator
             labels["cloud.google.com/gke-accelerator-count"] = str(count)
-        if gke is not None:
-            labels["topology.kubernetes.io/region"] = gke.region
-            labels["topology.kubernetes.io/zone"] = zone or f"{gke.region}-a"
-        if machine:
-            labels["node.kubernetes.io/instance-type"] = machine
+        labels.update(_cloud_labels(gke.region if gke else None, zone, "-a", machine))
     elif source == "Existing":
         if pool.pool_label is not None and pool.pool_label.mode == "Present":
             labels[LABEL_POOL] = pool.name

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO / "scripts" / "bootstrap-tools"
 REQUIRED = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 LWS_CONTROLLER = "lws-controller"
-BUILD_HINT = "build them with `scripts/bootstrap-tools --only sim` (about 10 min cold; docs/sim.md)"
+BUILD_HINT = "build them with `scripts/bootstrap-tools --only sim` (about 12 min cold; docs/sim.md)"
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,12 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.loud_skip import LoudSkips
+
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_ENV = REPO / "scripts" / "engine-env"
 RENDER_STACK_FILE = REPO / "stacks" / "Pulumi.render.yaml"
 PROGRAM_FILES = ["Pulumi.yaml", "__main__.py", "components", "providers", "stacks/Pulumi.render.yaml"]
-
-_SKIP_REASONS: list[str] = []
 
 
 def _engine_environment() -> tuple[dict[str, str] | None, str]:
@@ -47,22 +47,14 @@ def _engine_environment() -> tuple[dict[str, str] | None, str]:
     return env, ""
 
 
-def _skip_loudly(reason: str) -> None:
-    reason = f"REAL PULUMI ENGINE NOT AVAILABLE, engine test NOT RUN: {reason}"
-    if os.environ.get("MODELPLANE_REQUIRE_ENGINE"):
-        pytest.fail(reason + " (MODELPLANE_REQUIRE_ENGINE is set)", pytrace=False)
-    if reason not in _SKIP_REASONS:
-        _SKIP_REASONS.append(reason)
-    pytest.skip(reason)
+SKIPS = LoudSkips("REAL PULUMI ENGINE NOT AVAILABLE, engine test NOT RUN",
+                  "tests/engine SKIPPED: the real Pulumi engine was not exercised",
+                  "Build the tools with scripts/bootstrap-tools (docs/engine-tools.md).")
+_skip_loudly = SKIPS.skip
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _SKIP_REASONS:
-        terminalreporter.write_sep("!", "tests/engine SKIPPED: the real Pulumi engine was not exercised",
-                                   red=True, bold=True)
-        for reason in _SKIP_REASONS:
-            terminalreporter.write_line(reason, red=True)
-        terminalreporter.write_line("Build the tools with scripts/bootstrap-tools (docs/engine-tools.md).", red=True)
+    SKIPS.summary(terminalreporter)
 
 
 @pytest.fixture(scope="session")

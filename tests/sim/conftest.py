@@ -16,26 +16,18 @@ import pytest
 
 from modelplane.api import load_manifests
 from sim import SimError, SimFleet, SimTools, find_tools
+from tests.loud_skip import LoudSkips
 
 REPO = Path(__file__).resolve().parents[2]
-_SKIP_REASONS: list[str] = []
 
 
-def _skip_loudly(reason: str) -> None:
-    reason = f"SIMULATED CLUSTERS NOT AVAILABLE, sim test NOT RUN: {reason}"
-    if os.environ.get("MODELPLANE_REQUIRE_ENGINE"):
-        pytest.fail(reason + " (MODELPLANE_REQUIRE_ENGINE is set)", pytrace=False)
-    if reason not in _SKIP_REASONS:
-        _SKIP_REASONS.append(reason)
-    pytest.skip(reason)
+SKIPS = LoudSkips("SIMULATED CLUSTERS NOT AVAILABLE, sim test NOT RUN",
+                  "tests/sim SKIPPED: no real control plane was exercised",
+                  "Build the tools with scripts/bootstrap-tools --only sim (docs/sim.md).")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _SKIP_REASONS:
-        terminalreporter.write_sep("!", "tests/sim SKIPPED: no real control plane was exercised", red=True, bold=True)
-        for reason in _SKIP_REASONS:
-            terminalreporter.write_line(reason, red=True)
-        terminalreporter.write_line("Build the tools with scripts/bootstrap-tools --only sim (docs/sim.md).", red=True)
+    SKIPS.summary(terminalreporter)
 
 
 @pytest.fixture(scope="session")
@@ -43,8 +35,7 @@ def sim_tools() -> SimTools:
     try:
         return find_tools()
     except SimError as exc:
-        _skip_loudly(str(exc))
-        raise  # unreachable: _skip_loudly raises
+        SKIPS.skip(str(exc))
 
 
 def processes_mentioning(text: str) -> list[int]:

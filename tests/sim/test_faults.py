@@ -161,8 +161,9 @@ def test_not_a_sim_state_dir(sim_tools: SimTools, manifests: Path, tmp_path: Pat
         SimFleet(tmp_path / "mine").down()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_while_starting_stops_everything(sig: signal.Signals, manifests: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_a_signal_while_starting_stops_everything(sig: signal.Signals, sim_tools: SimTools, manifests: Path,
+                                                  tmp_path: Path) -> None:
     """`sim up` gets a signal once its first processes run: it stops them and exits 1 saying so."""
     state = tmp_path / "state"
     proc = subprocess.Popen([sys.executable, "-m", "modelplane", "sim", "up", str(manifests),
