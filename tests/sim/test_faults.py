@@ -138,8 +138,10 @@ def test_running_and_stale_state_dirs(sim_tools: SimTools, manifests: Path, tmp_
         record = json.loads((state / "sim.json").read_text())
         for proc in record["clusters"]["solo"]["processes"]:
             os.kill(proc["pid"], signal.SIGKILL)
+        # wait until the kernel has finished them (zombies count as gone): status reads the same
+        # pid + start-time records that `up` checks
         deadline = time.monotonic() + 10
-        while processes_mentioning(str(state)) and time.monotonic() < deadline:
+        while any(any(row.processes.values()) for row in SimFleet(state).status()) and time.monotonic() < deadline:
             time.sleep(0.1)
         with pytest.raises(SimError) as err:
             SimFleet(state, tools=sim_tools).up(fleet)
