@@ -223,7 +223,8 @@ class SimCluster:
 
     def install_crds(self, kube: KubeClient, fleet: Fleet, cluster: InferenceCluster) -> list[str]:
         """CRDs of the serving-stack parts the sim runs (LeaderWorkerSet) or can only define
-        (NVIDIA ComputeDomain), plus the LWS webhooks pointed at the controller on loopback."""
+        (NVIDIA ComputeDomain). Installed before the controllers start: the LWS controller gives up
+        when its kind does not appear within its cache-sync timeout."""
         files: list[Path] = []
         lws_dir = self.tools.lws_dir
         if lws_dir is not None:
@@ -238,11 +239,16 @@ class SimCluster:
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                     kube.create(doc, exist_ok=True)
                     names.append(str(doc["metadata"]["name"]))
-        if lws_dir is not None:
-            kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LWS_NAMESPACE}}, exist_ok=True)
-            for doc in self._lws_webhooks(lws_dir / "manifests.yaml"):
-                kube.create(doc, exist_ok=True)
         return names
+
+    def install_webhooks(self, kube: KubeClient) -> None:
+        """The LWS webhook configurations, once the controller serves them."""
+        lws_dir = self.tools.lws_dir
+        if lws_dir is None:
+            return
+        kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": LWS_NAMESPACE}}, exist_ok=True)
+        for doc in self._lws_webhooks(lws_dir / "manifests.yaml"):
+            kube.create(doc, exist_ok=True)
 
     def _lws_webhooks(self, manifests: Path) -> list[JsonObject]:
         """Upstream's webhook configurations (config/webhook/manifests.yaml) with the Service

@@ -251,14 +251,16 @@ class SimFleet:
         self._wait("kube-apiserver", lambda c: c.apiserver_ready(), "kube-apiserver.log")
         for c in self._clusters:
             c.write_kubeconfig()
-        for c in self._clusters:
-            c.start_controllers()
         clients = {c.name: c.client() for c in self._clusters}
         try:
-            self._wait("kube-controller-manager, kube-scheduler, kwok and the LWS controller",
-                       lambda c: c.controllers_ready(clients[c.name]), "kube-controller-manager.log")
             crds = {c.name: c.install_crds(clients[c.name], fleet, fleet.clusters[c.name]) for c in self._clusters}
             self._wait("CRDs", lambda c: c.crds_established(clients[c.name], crds[c.name]), "kube-apiserver.log")
+            for c in self._clusters:
+                c.start_controllers()
+            self._wait("kube-controller-manager, kube-scheduler, kwok and the LWS controller",
+                       lambda c: c.controllers_ready(clients[c.name]), "kube-controller-manager.log")
+            for c in self._clusters:
+                c.install_webhooks(clients[c.name])
             nodes = {c.name: c.populate(clients[c.name], fleet, fleet.clusters[c.name]) for c in self._clusters}
             self._wait("kwok nodes", lambda c: c.nodes_ready(clients[c.name], nodes[c.name]), "kwok.log")
         finally:
