@@ -60,8 +60,11 @@ class ClusterStatus:
     processes: dict[str, bool] = field(default_factory=dict)
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """Nothing listens on the port. SO_REUSEADDR, as the Go servers set it: a connection in
+    TIME_WAIT on that port does not stop them from listening, so it does not count as in use."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((LOOPBACK, port))
         except OSError:
@@ -101,7 +104,7 @@ def assign_ports(names: list[str], first_port: int | None) -> dict[str, ClusterP
             raise SimError(f"--first-port {first_port} leaves too few ports for {len(names)} clusters "
                            f"({per} each); choose a lower one")
         for i, port in enumerate(pool):
-            if not _port_free(port):
+            if not port_free(port):
                 cluster, role = names[i // per], PORT_ROLES[i % per]
                 raise SimError(f"port {LOOPBACK}:{port} ({role} of cluster {cluster}) is in use by another process; "
                                f"stop that process, choose another --first-port, or omit --first-port so free "

@@ -15,6 +15,7 @@ import pytest
 
 from modelplane.api import load_manifests
 from sim import SimError, SimFleet, SimTools
+from sim.fleet import port_free
 from sim.tools import REQUIRED
 
 from .conftest import REPO, processes_mentioning
@@ -102,10 +103,22 @@ def test_a_component_that_dies_is_reported_and_everything_started_is_stopped(
     assert (state / "solo" / "logs" / "kube-apiserver.log").exists()  # logs are kept for reading
 
 
-def test_port_in_use(sim_tools: SimTools, manifests: Path, tmp_path: Path) -> None:
-    with socket.socket() as busy:
+def listening_amid_free_ports() -> socket.socket:
+    """A listening socket on a port P whose neighbours P-2 .. P+4 (the rest of one cluster's seven
+    ports when P is its API server port) are free, so only P can be reported in use."""
+    for _ in range(50):
+        busy = socket.socket()
         busy.bind(("127.0.0.1", 0))
         busy.listen()
+        port = busy.getsockname()[1]
+        if all(port_free(p) for p in range(port - 2, port + 5) if p != port):
+            return busy
+        busy.close()
+    pytest.fail("found no port with 6 free neighbours on 127.0.0.1 in 50 tries")
+
+
+def test_port_in_use(sim_tools: SimTools, manifests: Path, tmp_path: Path) -> None:
+    with listening_amid_free_ports() as busy:
         port = busy.getsockname()[1]
         state = tmp_path / "state"
         with pytest.raises(SimError) as err:
