@@ -80,6 +80,21 @@ def test_7_unreadable_file_is_an_error(tmp_path):
     assert f"{tmp_path / 'a.yaml'}, document 0 (document): cannot read this file" in str(error(tmp_path))
 
 
+def test_7_a_file_that_fails_to_open_is_reported(tmp_path, monkeypatch):
+    # Runs as any user (root reads mode-0 files): the failure is injected where the loader opens.
+    (tmp_path / "a.yaml").write_text(CLASS)
+    real_open = open
+
+    def failing_open(file, *args, **kwargs):
+        if os.fspath(file).endswith("a.yaml"):
+            raise PermissionError(13, "Permission denied", os.fspath(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.open", failing_open)
+    message = str(error(tmp_path))
+    assert f"{tmp_path / 'a.yaml'}, document 0 (document): cannot read this file: Permission denied" in message
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root lists directories whatever their mode")
 def test_10_an_unreadable_subdirectory_is_an_error_not_skipped(tmp_path):
     (tmp_path / "a.yaml").write_text(CLASS)
