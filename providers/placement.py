@@ -26,6 +26,8 @@ from pulumi.dynamic import (
 )
 from pulumi.output import Unknown
 
+from modelplane.engine_json import normalize_numbers as normalize_numbers  # one home; re-exported for tests
+
 # Inputs that decide the placement; any change to them may move nothing but is an update.
 DRIVING_KEYS = ("fleet", "accounting", "observed")
 _UNKNOWN_TOKEN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
@@ -39,18 +41,6 @@ def contains_unknown(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(contains_unknown(v) for v in value)
     return False
-
-
-def normalize_numbers(value: Any) -> Any:
-    """Integers come back from the engine (protobuf Struct) as floats: 0 -> 0.0. The
-    placement schema and the manifests want ints, so integral floats become ints."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping) and not isinstance(value, Unknown):
-        return {k: normalize_numbers(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [normalize_numbers(v) for v in value]
-    return value
 
 
 def replica_keys(placement: Mapping[str, Any] | None) -> set[tuple[str, str, int]]:

@@ -6,6 +6,7 @@ from .build import (
     ControlPlane,
     PlanError,
     cache_clusters,
+    cluster_facts,
     control_plane_cluster,
     fleet_routes_for,
     gitops_gateway_urls,
@@ -13,11 +14,22 @@ from .build import (
     plan_control,
     plan_fleet,
     plan_foundation,
+    plan_with_facts,
 )
-from .types import CachePlan, ClusterFoundation, ClusterPlan, ControlPlan, FleetPlan, ReplicaPlan, SecretNeed
+from .types import (
+    CachePlan,
+    ClusterFacts,
+    ClusterFoundation,
+    ClusterPlan,
+    ControlPlan,
+    FleetPlan,
+    ReplicaPlan,
+    SecretNeed,
+)
 
 __all__ = [
-    "DEFAULT_CONTROL_PLANE", "CachePlan", "ClusterFoundation", "ClusterPlan", "ControlPlan", "ControlPlane",
-    "FleetPlan", "PlanError", "ReplicaPlan", "SecretNeed", "cache_clusters", "control_plane_cluster",
-    "fleet_routes_for", "gitops_gateway_urls", "plan_cluster", "plan_control", "plan_foundation", "plan_fleet",
+    "DEFAULT_CONTROL_PLANE", "CachePlan", "ClusterFacts", "ClusterFoundation", "ClusterPlan", "ControlPlan",
+    "ControlPlane", "FleetPlan", "PlanError", "ReplicaPlan", "SecretNeed", "cache_clusters", "cluster_facts",
+    "control_plane_cluster", "fleet_routes_for", "gitops_gateway_urls", "plan_cluster", "plan_control",
+    "plan_foundation", "plan_fleet", "plan_with_facts",
 ]

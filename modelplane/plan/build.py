@@ -17,7 +17,7 @@ Every rule about which objects land where lives here and in the renderers it cal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelplane.api import Fleet, InferenceCluster, ModelCache
@@ -42,10 +42,20 @@ from modelplane.render.namespace import BUILTIN_NAMESPACES, render_namespace, re
 from modelplane.render.pool_labels import render_pool_labeler
 from modelplane.render.service import serving_url
 from modelplane.render.serving import chart_specs, dynamo, render_kai_queue, render_modelexpress
-from modelplane.scheduler import FleetPlacement, candidate_clusters
+from modelplane.routing import WeightedBackend
+from modelplane.scheduler import FleetPlacement, PlacedReplica, candidate_clusters
 from modelplane.storage import cache_storage_class
 
-from .types import CachePlan, ClusterFoundation, ClusterPlan, ControlPlan, FleetPlan, ReplicaPlan, SecretNeed
+from .types import (
+    CachePlan,
+    ClusterFacts,
+    ClusterFoundation,
+    ClusterPlan,
+    ControlPlan,
+    FleetPlan,
+    ReplicaPlan,
+    SecretNeed,
+)
 
 DEFAULT_CONTROL_PLANE = "control"
 HF_TOKEN_CONFIG = "hfToken"
@@ -110,15 +120,6 @@ def _check_placement(fleet: Fleet, placement: FleetPlacement) -> None:
                                 f"InferenceCluster {r.cluster!r}")
 
 
-def _local(routes: tuple[ServiceRoute, ...], cluster: str) -> tuple[ServiceRoute, ...]:
-    out = []
-    for r in routes:
-        local = tuple(b for b in r.backends if b.endpoint.cluster == cluster)
-        if local:
-            out.append(ServiceRoute(r.namespace, r.name, local))
-    return tuple(out)
-
-
 def _token(cache: ModelCache) -> SecretNeed | None:
     auth = hugging_face(cache).auth_secret
     if auth is None:
@@ -134,45 +135,70 @@ def fleet_routes_for(fleet: Fleet, placement: FleetPlacement) -> tuple[ServiceRo
     return tuple(fleet_routes(fleet, endpoints))
 
 
-@dataclass(frozen=True)
-class _FleetFacts:
-    """What every cluster's plan reads about the whole fleet, computed once per placement."""
-
-    routes: tuple[ServiceRoute, ...]
-    candidates: Mapping[tuple[str, str], list[str]]     # deployment -> clusters it may run on
-    staged: Mapping[tuple[str, str], list[str]]         # cache -> clusters it is staged on
+Placed = tuple[str, str, PlacedReplica]   # (namespace, deployment, replica) on one cluster
 
 
-def _facts(fleet: Fleet, placement: FleetPlacement) -> _FleetFacts:
+def placed_by_cluster(placement: FleetPlacement) -> dict[str, list[Placed]]:
+    """Every placed replica, grouped by cluster: deployments in placement order, replicas
+    by (index, name), the order a cluster's plan lists them in. One pass, not one per cluster."""
+    out: dict[str, list[Placed]] = {}
+    for dp in placement.deployments:
+        for r in sorted(dp.replicas, key=lambda r: (r.index, r.name)):
+            out.setdefault(r.cluster, []).append((dp.namespace, dp.name, r))
+    return out
+
+
+def cluster_facts(fleet: Fleet, placement: FleetPlacement,
+                  routes: tuple[ServiceRoute, ...] | None = None) -> dict[str, ClusterFacts]:
+    """For every workload cluster, what its plan reads about the rest of the fleet for this
+    placement (`routes`: the fleet's, when already computed). Each rule is inverted once
+    (deployment -> clusters becomes cluster -> namespaces), so this is linear in the fleet."""
     _check_placement(fleet, placement)
-    return _FleetFacts(fleet_routes_for(fleet, placement), candidate_clusters(fleet),
-                       {key: cache_clusters(fleet, cache, placement) for key, cache in sorted(fleet.caches.items())})
+    routes = fleet_routes_for(fleet, placement) if routes is None else routes
+    namespaces: dict[str, set[str]] = {name: set() for name in fleet.clusters}
+    for (ns, _), names in candidate_clusters(fleet).items():
+        for name in names:
+            namespaces[name].add(ns)
+    caches: dict[str, list[tuple[str, str]]] = {name: [] for name in fleet.clusters}
+    for key, cache in sorted(fleet.caches.items()):
+        for name in cache_clusters(fleet, cache, placement):
+            caches[name].append(key)
+    local: dict[str, list[ServiceRoute]] = {name: [] for name in fleet.clusters}
+    for r in routes:
+        by_cluster: dict[str, list[WeightedBackend]] = {}
+        for b in r.backends:
+            if b.endpoint.cluster in local:
+                by_cluster.setdefault(b.endpoint.cluster, []).append(b)
+        for name, backends in by_cluster.items():
+            local[name].append(ServiceRoute(r.namespace, r.name, tuple(backends)))
+    return {name: ClusterFacts(tuple(sorted(namespaces[name])), tuple(caches[name]), tuple(local[name]))
+            for name in sorted(fleet.clusters)}
 
 
 def plan_cluster(fleet: Fleet, placement: FleetPlacement, cluster: str) -> ClusterPlan:
     """Everything `cluster` runs for this placement."""
-    return _plan_cluster(fleet, placement, cluster, _facts(fleet, placement))
+    _cluster(fleet, cluster)
+    facts = cluster_facts(fleet, placement)
+    return plan_with_facts(fleet, cluster, placed_by_cluster(placement).get(cluster, []), facts[cluster])
 
 
-def _plan_cluster(fleet: Fleet, placement: FleetPlacement, cluster: str, facts: _FleetFacts) -> ClusterPlan:
+def plan_with_facts(fleet: Fleet, cluster: str, placed: Sequence[Placed], facts: ClusterFacts) -> ClusterPlan:
+    """One cluster's plan from its replicas and its facts: the one function behind
+    `plan_fleet` and a shard stack's plan (modelplane.plan.share), so both agree."""
     spec = _cluster(fleet, cluster)
     replicas = []
-    namespaces = {key[0] for key, names in facts.candidates.items() if cluster in names}
-    for dp in placement.deployments:
-        deployment = fleet.deployments[(dp.namespace, dp.name)]
-        for r in sorted(dp.replicas, key=lambda r: (r.index, r.name)):
-            if r.cluster != cluster:
-                continue
-            try:
-                objects = render_replica(fleet, deployment, r, spec)
-            except RenderError as exc:
-                raise PlanError(f"{fleet.source_of(deployment)}: {exc}") from exc
-            replicas.append(ReplicaPlan(dp.namespace, dp.name, r, tuple(objects)))
-            namespaces.add(dp.namespace)
+    namespaces = set(facts.namespaces)
+    for ns, name, r in placed:
+        deployment = fleet.deployments[(ns, name)]
+        try:
+            objects = render_replica(fleet, deployment, r, spec)
+        except RenderError as exc:
+            raise PlanError(f"{fleet.source_of(deployment)}: {exc}") from exc
+        replicas.append(ReplicaPlan(ns, name, r, tuple(objects)))
+        namespaces.add(ns)
     caches = []
-    for (ns, name), cache in sorted(fleet.caches.items()):
-        if cluster not in facts.staged[(ns, name)]:
-            continue
+    for ns, name in facts.caches:
+        cache = fleet.caches[(ns, name)]
         try:
             objects = render_cache(fleet, cache, spec)
         except RenderError as exc:
@@ -190,7 +216,7 @@ def _plan_cluster(fleet: Fleet, placement: FleetPlacement, cluster: str, facts: 
         mock_engine=tuple(render_mock_engine_configmap(ns, cluster) for ns in used) if ships_mock_engine(spec) else (),
         caches=tuple(caches),
         replicas=tuple(replicas),
-        routes=_local(facts.routes, cluster),
+        routes=facts.routes,
     )
 
 
@@ -230,9 +256,11 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
 def plan_fleet(fleet: Fleet, placement: FleetPlacement, control: ControlPlane = ControlPlane(),
                egress: EgressMode = "reference") -> FleetPlan:
     """Every workload cluster's plan and the control plane's, for one placement."""
-    facts = _facts(fleet, placement)
-    clusters = {name: _plan_cluster(fleet, placement, name, facts) for name in sorted(fleet.clusters)}
-    return FleetPlan(placement=placement, clusters=clusters, routes=facts.routes,
+    routes = fleet_routes_for(fleet, placement)
+    facts = cluster_facts(fleet, placement, routes)
+    placed = placed_by_cluster(placement)
+    clusters = {name: plan_with_facts(fleet, name, placed.get(name, []), facts[name]) for name in facts}
+    return FleetPlan(placement=placement, clusters=clusters, routes=routes,
                      control=plan_control(fleet, control, egress))
 
 

@@ -82,6 +82,17 @@ class ReplicaPlan:
 
 
 @dataclass(frozen=True)
+class ClusterFacts:
+    """What one cluster's plan reads about the rest of the fleet, for one placement:
+    computed once for every cluster (`cluster_facts`), and what a shard stack receives
+    from the fleet stack (modelplane.plan.share) instead of the whole fleet's placement."""
+
+    namespaces: tuple[str, ...]              # of every deployment that may run here (candidate clusters)
+    caches: tuple[tuple[str, str], ...]      # (namespace, name) of every ModelCache staged here
+    routes: tuple[ServiceRoute, ...]         # per ModelService, its backends on this cluster (with weights)
+
+
+@dataclass(frozen=True)
 class ClusterFoundation:
     """What a cluster runs whatever the placement: known before anything is placed, so the
     program registers it outside the placement's Output."""

@@ -1,0 +1,19 @@
+"""JSON values that went through the Pulumi engine, which carries them as protobuf
+`Struct`s: every number comes back a float (0 -> 0.0). One home for turning them back."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def normalize_numbers(value: Any) -> Any:
+    """Integral floats become ints, through mappings (rebuilt as dicts) and lists; anything
+    else (strings, bools, the SDK's Unknown sentinel) is kept as it is."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: normalize_numbers(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalize_numbers(v) for v in value]
+    return value
