@@ -53,6 +53,26 @@ class GcpArgs:
     system_machine_type: str = "e2-standard-4"
 
 
+FLEET_ROLE = "fleet"
+SHARD_ROLE = "shard"
+
+
+@dataclass(kw_only=True)
+class SplitArgs:
+    """One stack of a fleet split across stacks (docs/pulumi-program.md, "Split stacks").
+    The fleet stack (`role="fleet"`) places the fleet and exports every shard's share;
+    a shard stack (`role="shard"`) applies the clusters of one shard from its share."""
+
+    role: str                                # FLEET_ROLE or SHARD_ROLE
+    shard_size: int = 1                      # clusters per shard stack; the same in every stack of a fleet
+    fleet_stack: str = ""                    # shard: the fleet stack's name, for the StackReference
+    shard: str = ""                          # shard: which shard this stack applies
+    # A file with every share (`python -m modelplane preview`): the fleet stack writes the
+    # shares of the placement it previews there, and shard stacks read theirs from it
+    # instead of the fleet stack's last applied outputs.
+    shares_file: str | None = None
+
+
 @dataclass(kw_only=True)
 class FleetArgs:
     fleet: Fleet
@@ -69,3 +89,5 @@ class FleetArgs:
     hf_token: pulumi.Input[str] | None = None
     # "<namespace>/<credential Secret name>" -> API key (a secret Output)
     endpoint_api_keys: pulumi.Input[Mapping[str, str]] | None = None
+    # None: the whole fleet in this one stack
+    split: SplitArgs | None = None

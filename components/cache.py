@@ -3,14 +3,14 @@ renders, plus (live stacks) the Hugging Face token as the Secret the Job reads."
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.k8s import register_objects, resource_name
+from components.k8s import ClusterReady, register_ready, resource_name
 from modelplane.api import ModelCache as CacheSpec
 from modelplane.plan import FleetPlan
 from modelplane.render.cache import hugging_face
@@ -22,15 +22,11 @@ class ModelCacheArgs:
     cache: CacheSpec
     plan: pulumi.Output[FleetPlan]
     providers: Mapping[str, pulumi.ProviderResource]          # cluster -> its Kubernetes provider
-    # cluster -> what its objects wait for (namespaces, serving stack)
-    ready: Mapping[str, pulumi.Input[Sequence[pulumi.Resource]]] = field(default_factory=dict)
+    # cluster -> what its objects wait for; the clusters this stack applies
+    ready: Mapping[str, pulumi.Output[ClusterReady]] = field(default_factory=dict)
     hf_token: pulumi.Input[str] | None = None
     # GitOps: the token Secret is the user's to create; nothing holding it is rendered.
     write_secrets: bool = True
-
-
-def _and(extra: pulumi.Resource, deps: Sequence[pulumi.Resource]) -> list[pulumi.Resource]:
-    return [*deps, extra]
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -47,15 +43,17 @@ class ModelCache(pulumi.ComponentResource):
         if hf.auth_secret is not None and args.hf_token is None and args.write_secrets:
             pulumi.log.warn(f"ModelCache {namespace}/{cname} needs a Hugging Face token "
                             "(`pulumi config set --secret hfToken ...`); its staging Jobs will fail without it", self)
+        here = sorted(args.ready)
 
-        def register(fp: FleetPlan) -> list[str]:
+        def register(values: list[Any]) -> list[str]:
+            fp: FleetPlan = values[0]
+            readies = dict(zip(here, values[1:], strict=True))
             registered = []
             for cluster, plan in fp.clusters.items():
                 for staged in plan.caches:
                     if (staged.namespace, staged.name) != (namespace, cname):
                         continue
-                    ready = pulumi.Output.from_input(args.ready.get(cluster, []))
-                    provider = args.providers[cluster]
+                    ready, provider = readies[cluster], args.providers[cluster]
                     if staged.token is not None and args.hf_token is not None and args.write_secrets:
                         secret = k8s.core.v1.Secret(
                             resource_name(name, cluster, "auth"),
@@ -63,11 +61,12 @@ class ModelCache(pulumi.ComponentResource):
                                       "labels": component_labels("model-cache", {LABEL_MODELCACHE: cname,
                                                                                  LABEL_CLUSTER: cluster})},
                             string_data={staged.token.key: pulumi.Output.secret(args.hf_token)},
-                            opts=pulumi.ResourceOptions(parent=self, provider=provider, depends_on=ready))
-                        ready = ready.apply(functools.partial(_and, secret))
-                    register_objects(cluster, staged.objects,
-                                     pulumi.ResourceOptions(parent=self, provider=provider, depends_on=ready))
+                            opts=pulumi.ResourceOptions(parent=self, provider=provider,
+                                                        depends_on=ready.in_namespace(staged.token.namespace)))
+                        ready = ready.with_base([secret])
+                    register_ready(cluster, staged.objects, ready, provider, self)
                     registered.append(cluster)
             return registered
 
-        self.register_outputs({"clusters": args.plan.apply(register)})
+        registered = pulumi.Output.all(args.plan, *[args.ready[c] for c in here]).apply(register)
+        self.register_outputs({"clusters": registered})

@@ -9,7 +9,16 @@ from typing import Any
 
 import pulumi
 
-from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, FleetArgs, GcpArgs
+from components.args import (
+    FLEET_ROLE,
+    SHARD_ROLE,
+    AwsArgs,
+    ClusterAccess,
+    ControlPlaneArgs,
+    FleetArgs,
+    GcpArgs,
+    SplitArgs,
+)
 from modelplane.api import ManifestError, load_manifests
 
 AWS_KEYS = {"vpcCidr": "vpc_cidr", "clusterRoleArn": "cluster_role_arn", "nodeRoleArn": "node_role_arn",
@@ -18,6 +27,10 @@ GCP_KEYS = {"project": "project", "network": "network", "subnetwork": "subnetwor
             "rdmaNetworkProfile": "rdma_network_profile", "rdmaNics": "rdma_nics",
             "systemMachineType": "system_machine_type"}
 CONTROL_KEYS = {"name": "name", "source": "source", "nodeImage": "node_image"}
+SPLIT_KEYS = {"role": "role", "shardSize": "shard_size", "fleetStack": "fleet_stack", "shard": "shard"}
+# Set by `python -m modelplane preview` (modelplane/commands/stacks.py): where the fleet
+# stack writes every share of the placement it previews and shard stacks read theirs.
+SHARES_FILE_ENV = "MODELPLANE_SHARES_FILE"
 
 
 def _given(block: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
@@ -69,8 +82,34 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         hf_token=config.get_secret("hfToken"),
         endpoint_api_keys=config.get_secret_object("endpointApiKeys"),
     )
+    split = config.get_object("split")
+    if split:
+        args.split = split_args(split)
     if config.get("accounting"):
         args.accounting = config.require("accounting")
     if config.get("installCharts") is not None:
         args.install_charts = bool(config.get_bool("installCharts"))
     return args
+
+
+def split_args(block: Mapping[str, Any]) -> SplitArgs:
+    """The `split` config block; a clean error naming the key when it is malformed."""
+    unknown = sorted(set(block) - set(SPLIT_KEYS))
+    if unknown:
+        raise pulumi.RunError(f"stack config split: unknown key(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(SPLIT_KEYS)}")
+    given = _given(block, SPLIT_KEYS)
+    role = given.get("role")
+    if role not in (FLEET_ROLE, SHARD_ROLE):
+        raise pulumi.RunError(f"stack config split.role must be {FLEET_ROLE} or {SHARD_ROLE}, not {role!r}")
+    try:
+        given["shard_size"] = int(given.get("shard_size", 1))
+    except (TypeError, ValueError):
+        raise pulumi.RunError(f"stack config split.shardSize must be an integer, not {block.get('shardSize')!r}") \
+            from None
+    if given["shard_size"] < 1:
+        raise pulumi.RunError("stack config split.shardSize must be at least 1")
+    if role == SHARD_ROLE and not (given.get("fleet_stack") and given.get("shard")):
+        raise pulumi.RunError("a shard stack needs stack config split.fleetStack (the fleet stack's name) "
+                              "and split.shard (which shard it applies)")
+    return SplitArgs(**given, shares_file=os.environ.get(SHARES_FILE_ENV) or None)

@@ -15,7 +15,8 @@ from typing import Any
 
 import pulumi
 
-from components.k8s import object_name, register_objects
+from components.errors import ResourceError
+from components.k8s import ClusterReady, register_ready
 from modelplane.api import ModelDeployment as DeploymentSpec
 from modelplane.plan import FleetPlan
 from modelplane.scheduler import DeploymentPlacement
@@ -28,14 +29,14 @@ class ModelDeploymentArgs:
     plan: pulumi.Output[FleetPlan]
     candidates: Sequence[str]                                  # clusters a replica may ever run on
     providers: Mapping[str, pulumi.ProviderResource]           # cluster -> its Kubernetes provider
-    ready: Mapping[str, pulumi.Input[Sequence[pulumi.Resource]]] = field(default_factory=dict)
+    # cluster -> what its objects wait for; the clusters this stack applies
+    ready: Mapping[str, pulumi.Output[ClusterReady]] = field(default_factory=dict)
 
 
 class ModelDeployment(pulumi.ComponentResource):
     replicas: pulumi.Output[list[dict[str, Any]]]
     conditions: pulumi.Output[list[dict[str, Any]]]
     explanations: pulumi.Output[list[str]]
-    objects: pulumi.Output[list[str]]  # "<kind> <cluster>:<ns>/<name>" of every registered object
 
     def __init__(self, name: str, args: ModelDeploymentArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         dep = args.deployment
@@ -43,23 +44,21 @@ class ModelDeployment(pulumi.ComponentResource):
         props = {"namespace": ns, "name": dname, "replicas": dep.spec.replicas,
                  "clusters": list(args.candidates), "manifest": dep.to_manifest()}
         super().__init__("modelplane:index:ModelDeployment", name, props, opts)
+        here = [c for c in args.candidates if c in args.ready]
 
-        def register(fp: FleetPlan) -> list[str]:
-            names = []
+        def register(values: list[Any]) -> DeploymentPlacement:
+            fp, readies = values[0], dict(zip(here, values[1:], strict=True))
             for replica in fp.replicas_of(ns, dname):
                 cluster = replica.replica.cluster
-                register_objects(cluster, replica.objects, pulumi.ResourceOptions(
-                    parent=self, provider=args.providers[cluster], depends_on=args.ready.get(cluster, [])))
-                names += [f"{o['kind']} {object_name(cluster, o)}" for o in replica.objects]
-            return names
-
-        def mine(fp: FleetPlan) -> DeploymentPlacement:
+                if cluster not in readies:   # the scheduler keeps and places replicas on candidates only
+                    raise ResourceError(f"replica {replica.replica.name} is on {cluster}, which is not a candidate "
+                                        f"cluster of {ns}/{dname} in this stack", self)
+                register_ready(cluster, replica.objects, readies[cluster], args.providers[cluster], self)
             return fp.placement.find(ns, dname) or DeploymentPlacement(ns, dname, 0)
 
-        placed = args.plan.apply(mine)
-        self.objects = args.plan.apply(register)
+        placed = pulumi.Output.all(args.plan, *[args.ready[c] for c in here]).apply(register)
         self.replicas = placed.apply(replica_summary)
         self.conditions = placed.apply(lambda d: [c.to_json() for c in d.conditions])
         self.explanations = placed.apply(explanations)
         self.register_outputs({"replicas": self.replicas, "conditions": self.conditions,
-                               "explanations": self.explanations, "objects": self.objects})
+                               "explanations": self.explanations})

@@ -1,28 +1,46 @@
-"""ModelplaneFleet: the whole fleet as one component, so `pulumi preview` shows one tree.
+"""ModelplaneFleet: the whole fleet, or one stack of a split fleet, as one component, so
+`pulumi preview` shows one tree.
 
 It places the fleet (the placement resource), turns the placement into typed objects
-once and plans every cluster with the core (`modelplane.plan.plan_fleet`); the other
-components only register what that plan holds. Also the entry point for users who
-prefer code to stack YAML (`deploy_fleet(FleetArgs(fleet=load_manifests(...)))`).
+once and plans every cluster with the core (`modelplane.plan`); the other components only
+register what that plan holds. Also the entry point for users who prefer code to stack
+YAML (`deploy_fleet(FleetArgs(fleet=load_manifests(...)))`).
+
+One stack (`args.split` None) holds everything. Split (docs/pulumi-program.md, "Split
+stacks"): the fleet stack holds the placement and exports each shard's share; a shard
+stack registers its clusters from its share, and the shard hosting the control-plane
+gateway also registers the gateway, the services and the hand-written endpoints. The
+same code registers each part in every mode.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 
-from components.args import ClusterAccess, FleetArgs
+from components.args import FLEET_ROLE, ClusterAccess, FleetArgs
 from components.cache import ModelCache, ModelCacheArgs
 from components.cluster import InferenceCluster, InferenceClusterArgs, control_cluster
 from components.deployment import ModelDeployment, ModelDeploymentArgs
 from components.errors import ResourceError
 from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikGatewayArgs
-from components.k8s import RenderedObject, object_name, resource_name
+from components.k8s import ClusterReady, RenderedObject, object_name, resource_name
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
+from components.split import (
+    GATEWAY_URLS_OUTPUT,
+    LAYOUT_OUTPUT,
+    SHARES_OUTPUT,
+    other_gateway_urls,
+    shard_plan,
+    shares_text,
+    write_shares_file,
+)
+from modelplane.engine_json import normalize_numbers
 from modelplane.gateway.config import egress_config
 from modelplane.plan import (
     ClusterFoundation,
@@ -30,17 +48,20 @@ from modelplane.plan import (
     ControlPlan,
     ControlPlane,
     FleetPlan,
+    SecretNeed,
+    fleet_routes_for,
     gitops_gateway_urls,
     plan_control,
     plan_fleet,
     plan_foundation,
 )
+from modelplane.plan.share import StackLayout, shard_of, stack_layout
 from modelplane.render import RenderError
-from modelplane.render.gateway import EgressMode, egress_ports, in_cluster_url, static_gateway_url
+from modelplane.render.gateway import EgressMode, egress_ports, in_cluster_url, routes_configmap, static_gateway_url
 from modelplane.routing import Credential
 from modelplane.scheduler import FleetPlacement, PlacementFormatError, candidate_clusters
 from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
-from providers.placement import FleetPlacementArgs, FleetPlacementResource, normalize_numbers
+from providers.placement import FleetPlacementArgs, FleetPlacementResource
 
 TYPE = "modelplane:index:ModelplaneFleet"
 CONTROL_HOST_PORT = 8080  # Kind: the control-plane gateway on http://localhost:8080
@@ -49,39 +70,110 @@ CONTROL_HOST_PORT = 8080  # Kind: the control-plane gateway on http://localhost:
 WAS_TOP_LEVEL = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
 
 
+@dataclass(frozen=True)
+class _Decision:
+    """What the fleet stack derives from one placement: the plan of what is fleet-wide and
+    every shard's share (JSON text)."""
+
+    plan: FleetPlan
+    shares: Mapping[str, str]
+
+
 class ModelplaneFleet(pulumi.ComponentResource):
     """The root component. Attributes (annotated in __init__: Pulumi reads class-level
-    annotations as the types of props and outputs): `placement` (the placement resource),
-    `plan` (Output[FleetPlan]), `clusters`, `control`, `deployments`, `services`, `outputs`."""
+    annotations as the types of props and outputs): `placement` (the placement resource;
+    None in a shard stack), `plan` (Output[FleetPlan]), `clusters`, `control`,
+    `deployments`, `services`, `outputs`."""
 
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        fleet = args.fleet
-        super().__init__(TYPE, name, {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}, opts)
+        fleet, split = args.fleet, args.split
+        props: dict[str, Any] = {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}
+        if split is not None:
+            props["split"] = {"role": split.role, "shardSize": split.shard_size, "shard": split.shard}
+        super().__init__(TYPE, name, props, opts)
         top = pulumi.ResourceOptions(parent=self, aliases=WAS_TOP_LEVEL)
         # GitOps output never holds a secret: Secrets are referenced and the user creates them.
         egress: EgressMode = "reference" if args.render_dir else "secret"
         try:
             control = plan_control(fleet, control_spec(args), egress)
+            layout = stack_layout(fleet, control.cluster, split.shard_size) if split is not None else None
         except RenderError as exc:
             raise ResourceError(str(exc), self) from None
-        self.placement: FleetPlacementResource = FleetPlacementResource(
-            "fleet-placement", FleetPlacementArgs(
-                fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed), top)
-
-        def plan(raw: Mapping[str, Any]) -> FleetPlan:
-            try:
-                fp = plan_fleet(fleet, FleetPlacement.from_json(normalize_numbers(raw)), control_spec(args), egress)
-            except (RenderError, PlacementFormatError) as exc:
-                raise ResourceError(str(exc), self) from None
-            _report(fp, args)
-            return fp
-
-        self.plan: pulumi.Output[FleetPlan] = self.placement.placement.apply(plan)
-        candidates = candidate_clusters(fleet)
+        self.placement: FleetPlacementResource | None = None
+        self.outputs: dict[str, Any] = {}
+        if split is None or split.role == FLEET_ROLE:
+            self.placement = FleetPlacementResource(
+                "fleet-placement", FleetPlacementArgs(
+                    fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed), top)
+            decision = self.placement.placement.apply(functools.partial(self._decide, args, control, egress, layout))
+            self.plan: pulumi.Output[FleetPlan] = decision.apply(lambda d: d.plan)
+            self.outputs["deployments"] = self.plan.apply(lambda fp: deployment_outputs(fp.placement))
+            if split is not None:
+                assert layout is not None
+                self.outputs[SHARES_OUTPUT] = decision.apply(lambda d: dict(d.shares))
+                self.outputs[LAYOUT_OUTPUT] = layout.to_json()
+            else:
+                self.outputs["placement"] = self.plan.apply(lambda fp: fp.placement.to_json())
+        else:
+            assert layout is not None
+            if split.shard not in layout.shards:
+                raise ResourceError(f"stack config split.shard: no shard {split.shard!r} in this fleet's layout "
+                                    f"(shard size {split.shard_size}): {', '.join(layout.shards)}", self)
+            self.plan = shard_plan(fleet, split, control, self)
         self.clusters: dict[str, InferenceCluster] = {}
-        ready: dict[str, pulumi.Output[list[pulumi.Resource]]] = {}
+        self.deployments: dict[str, ModelDeployment] = {}
+        self.services: dict[str, ModelService] = {}
+        here = self._here(args, layout)
+        hosts_control = split is None or (split.role != FLEET_ROLE and layout is not None
+                                          and split.shard == layout.control)
+        gateways = self._register_clusters(args, control, here, top)
+        if split is not None and split.role != FLEET_ROLE:
+            # what the shard hosting the control-plane gateway reads (other_gateway_urls)
+            self.outputs[GATEWAY_URLS_OUTPUT] = self._gateway_urls(args, gateways, here)
+        if split is None or split.role != FLEET_ROLE:
+            self.plan.apply(functools.partial(_report_secrets, args, here, control if hosts_control else None))
+        if hosts_control:
+            self._register_control(args, control, layout, gateways, top)
+        self.register_outputs(self.outputs)
+
+    @staticmethod
+    def _here(args: FleetArgs, layout: StackLayout | None) -> list[str]:
+        """The workload clusters this stack applies."""
+        if args.split is None:
+            return sorted(args.fleet.clusters)
+        if args.split.role == FLEET_ROLE or layout is None:
+            return []
+        return list(layout.shards[args.split.shard])
+
+    def _decide(self, args: FleetArgs, control: ControlPlan, egress: EgressMode, layout: StackLayout | None,
+                raw: Mapping[str, Any]) -> _Decision:
+        fleet = args.fleet
+        try:
+            placement = FleetPlacement.from_json(normalize_numbers(raw))
+            if layout is None:
+                plan = plan_fleet(fleet, placement, control_spec(args), egress)
+                shares: dict[str, str] = {}
+            else:
+                routes = fleet_routes_for(fleet, placement)
+                # Fleet-wide only: the clusters are planned by their shard stacks.
+                plan = FleetPlan(placement, {}, routes, control)
+                shares = shares_text(fleet, placement, layout, routes)
+        except (RenderError, PlacementFormatError) as exc:
+            raise ResourceError(str(exc), self) from None
+        if args.split is not None and args.split.shares_file:
+            write_shares_file(args.split.shares_file, shares)
+        _report(plan, args)
+        return _Decision(plan, shares)
+
+    def _register_clusters(self, args: FleetArgs, control: ControlPlan, here: Sequence[str],
+                           top: pulumi.ResourceOptions) -> dict[str, TraefikGateway]:
+        """Each cluster this stack applies: the cluster, its serving stack and namespaces,
+        its workload gateway; then the caches and the deployments' replicas on them."""
+        fleet = args.fleet
+        ready: dict[str, pulumi.Output[ClusterReady]] = {}
         gateways: dict[str, TraefikGateway] = {}
-        for cname, spec in sorted(fleet.clusters.items()):
+        for cname in here:
+            spec = fleet.clusters[cname]
             foundation = plan_foundation(fleet, cname)
             cluster = self.clusters[cname] = InferenceCluster(cname, InferenceClusterArgs(
                 cluster=spec, fleet=fleet, foundation=foundation, access=args.access.get(cname, ClusterAccess()),
@@ -89,19 +181,32 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 host_port=CONTROL_HOST_PORT if control.in_fleet and control.kind and control.cluster == cname else None,
                 aws=args.aws, gcp=args.gcp), top)
             ready[cname] = self._prepare(foundation, cluster, args)
-            routes = self.plan.apply(functools.partial(_gateway_config, cname))
+            routes = self.plan.apply(functools.partial(_gateway_routes, cname, foundation.gateway_name))
             gateways[cname] = TraefikGateway(foundation.gateway_name, TraefikGatewayArgs(
                 type_token=WORKLOAD, cluster=cname, objects=foundation.gateway, routes=routes),
-                pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=ready[cname]))
+                pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider],
+                                       depends_on=ready[cname].apply(lambda r: r.base)))
+        if not here:
+            return gateways
         providers = {c: cluster.provider for c, cluster in self.clusters.items()}
         for key, cache in sorted(fleet.caches.items()):
             ModelCache(resource_name("cache", *key), ModelCacheArgs(
                 cache=cache, plan=self.plan, providers=providers, ready=ready, hf_token=args.hf_token,
                 write_secrets=not args.render_dir), top)
-        self.deployments: dict[str, ModelDeployment] = {}
-        for key, dep in sorted(fleet.deployments.items()):
-            self.deployments["/".join(key)] = ModelDeployment(resource_name(*key), ModelDeploymentArgs(
-                deployment=dep, plan=self.plan, candidates=candidates[key], providers=providers, ready=ready), top)
+        mine = set(here)
+        for key, candidates in candidate_clusters(fleet).items():
+            # A shard stack registers the deployments that may run on its clusters (a
+            # replica is only ever kept or placed on a candidate cluster).
+            if args.split is None or mine.intersection(candidates):
+                self.deployments["/".join(key)] = ModelDeployment(resource_name(*key), ModelDeploymentArgs(
+                    deployment=fleet.deployments[key], plan=self.plan, candidates=candidates,
+                    providers=providers, ready=ready), top)
+        return gateways
+
+    def _register_control(self, args: FleetArgs, control: ControlPlan, layout: StackLayout | None,
+                          gateways: Mapping[str, TraefikGateway], top: pulumi.ResourceOptions) -> None:
+        """The control-plane gateway, the hand-written endpoints and the services."""
+        fleet = args.fleet
         self.control: InferenceCluster = (self.clusters[control.cluster] if control.in_fleet else control_cluster(
             args.control_plane, render_dir=args.render_dir, host_port=CONTROL_HOST_PORT if control.kind else None,
             opts=top))
@@ -111,29 +216,24 @@ class ModelplaneFleet(pulumi.ComponentResource):
             key_out = api_keys.apply(functools.partial(_api_key, f"{key[0]}/{secret.name}")) if secret else None
             ModelEndpoint(resource_name("endpoint", *key), ModelEndpointArgs(
                 endpoint=ep, api_key=None if args.render_dir else key_out, expects_key=not args.render_dir), top)
+        urls = self._fleet_gateway_urls(args, layout, gateways)
         cp_gateway = TraefikGateway(control.name, TraefikGatewayArgs(
             type_token=CONTROL_PLANE, cluster=control.cluster, objects=control.gateway,
-            routes=pulumi.Output.all(self.plan, self._gateway_urls(args, gateways)).apply(
-                lambda a: control.routes_config(a[0].routes, a[1])),
+            routes=pulumi.Output.all(self.plan, urls).apply(
+                lambda a: routes_configmap(control.name, control.routes_config(a[0].routes, a[1]))["data"]),
             egress_secret=self._egress_secret(control, api_keys) if control.egress_mode == "secret" else None,
             props={"egress": sorted(egress_ports(control.static_routes))}),
             pulumi.ResourceOptions(parent=self.control, providers=[self.control.provider],
                                    depends_on=[self.control.namespace]))
         base = _control_address(args, control, cp_gateway)
-        self.services: dict[str, ModelService] = {}
         for key, svc in sorted(fleet.services.items()):
             self.services["/".join(key)] = ModelService(resource_name("service", *key), ModelServiceArgs(
                 service=svc, plan=self.plan, base_url=base), top)
-        self.outputs: dict[str, Any] = {
-            "placement": self.placement.placement.apply(normalize_numbers),
-            "deployments": self.plan.apply(lambda fp: deployment_outputs(fp.placement)),
-            "services": {k: {"url": s.url, "weights": s.weights} for k, s in self.services.items()},
-            "gatewayUrl": base,
-        }
-        self.register_outputs(self.outputs)
+        self.outputs["services"] = {k: {"url": s.url, "weights": s.weights} for k, s in self.services.items()}
+        self.outputs["gatewayUrl"] = base
 
     def _prepare(self, foundation: ClusterFoundation, cluster: InferenceCluster, args: FleetArgs
-                 ) -> pulumi.Output[list[pulumi.Resource]]:
+                 ) -> pulumi.Output[ClusterReady]:
         """Serving stack, namespaces and per-namespace support objects; returns what the
         cluster's workloads wait for."""
         name = foundation.name
@@ -145,21 +245,38 @@ class ModelplaneFleet(pulumi.ComponentResource):
             cluster=name, stack=spec.spec.stack, charts=foundation.charts, kai_queue=foundation.kai_queue,
             install_charts=args.install_charts and not provided),
             pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=[cluster.namespace]))
-        static: list[pulumi.Resource] = [cluster.namespace, stack, *stack.ready]
+        base = ClusterReady((cluster.namespace, stack, *stack.ready))
 
-        def register(fp: FleetPlan) -> list[pulumi.Resource]:
-            return _register_cluster_objects(fp.clusters[name], cluster, static)
+        def register(fp: FleetPlan) -> ClusterReady:
+            return _register_cluster_objects(fp.clusters[name], cluster, base)
 
         return self.plan.apply(register)
 
-    def _gateway_urls(self, args: FleetArgs, gateways: Mapping[str, TraefikGateway]) -> pulumi.Output[dict[str, str]]:
+    def _gateway_urls(self, args: FleetArgs, gateways: Mapping[str, TraefikGateway], names: Sequence[str]
+                      ) -> pulumi.Output[dict[str, str]]:
+        """How the control plane reaches the workload gateways of `names` (this stack's)."""
         if args.render_dir:
-            return pulumi.Output.from_input(gitops_gateway_urls(args.fleet)[0])
+            known = gitops_gateway_urls(args.fleet)[0]
+            return pulumi.Output.from_input({name: known[name] for name in names})
         urls: dict[str, pulumi.Input[str]] = {}
-        for name, spec in args.fleet.clusters.items():
-            known = static_gateway_url(spec)
-            urls[name] = known if known is not None else gateways[name].address.apply(lambda a: f"http://{a}")
+        for name in names:
+            static = static_gateway_url(args.fleet.clusters[name])
+            urls[name] = static if static is not None else gateways[name].address.apply(lambda a: f"http://{a}")
         return pulumi.Output.all(**urls) if urls else pulumi.Output.from_input({})
+
+    def _fleet_gateway_urls(self, args: FleetArgs, layout: StackLayout | None,
+                            gateways: Mapping[str, TraefikGateway]) -> pulumi.Output[dict[str, str]]:
+        """Every workload gateway's URL, for the control-plane routes. Split: a cluster of
+        another shard without a static address is read from that shard stack's outputs."""
+        if args.split is None or layout is None or args.render_dir:
+            return self._gateway_urls(args, gateways, sorted(args.fleet.clusters))
+        own = self._gateway_urls(args, gateways, sorted(gateways))
+        static = {n: u for n, c in args.fleet.clusters.items() if n not in gateways
+                  and (u := static_gateway_url(c)) is not None}
+        shards = sorted({s for n in args.fleet.clusters if n not in gateways and n not in static
+                         and (s := shard_of(layout.shards, n)) is not None})
+        others = [other_gateway_urls(args.split, shard, self) for shard in shards]
+        return pulumi.Output.all(own, *others).apply(lambda parts: _merge(static, *parts))
 
     def _egress_secret(self, control: ControlPlan, api_keys: pulumi.Output[Mapping[str, str]]
                        ) -> pulumi.Output[dict[str, Any]]:
@@ -174,8 +291,15 @@ class ModelplaneFleet(pulumi.ComponentResource):
         return pulumi.Output.secret(api_keys.apply(egress))
 
 
-def _gateway_config(cluster: str, fp: FleetPlan) -> dict[str, Any]:
-    return fp.clusters[cluster].gateway_config
+def _merge(*parts: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in parts:
+        out.update(part)
+    return out
+
+
+def _gateway_routes(cluster: str, gateway: str, fp: FleetPlan) -> dict[str, str]:
+    return dict(routes_configmap(gateway, fp.clusters[cluster].gateway_config)["data"])
 
 
 def _api_key(key: str, keys: Mapping[str, str] | None) -> str | None:
@@ -186,38 +310,51 @@ def control_spec(args: FleetArgs) -> ControlPlane:
     return ControlPlane(args.control_plane.name, args.control_plane.source)
 
 
-def _register_cluster_objects(plan: ClusterPlan, cluster: InferenceCluster,
-                              static: Sequence[pulumi.Resource]) -> list[pulumi.Resource]:
+def _register_cluster_objects(plan: ClusterPlan, cluster: InferenceCluster, base: ClusterReady) -> ClusterReady:
     """Namespaces, ModelExpress and the mock engine's ConfigMaps, parented to the cluster
-    (resource names as before the plan existed, so stacks keep them)."""
+    (resource names as before the plan existed, so stacks keep them); returns what the
+    cluster's workloads wait for, per namespace."""
     name = plan.name
 
     def child(deps: Sequence[pulumi.Resource]) -> pulumi.ResourceOptions:
         return pulumi.ResourceOptions(parent=cluster, provider=cluster.provider, depends_on=list(deps))
 
-    ready: list[pulumi.Resource] = list(static)
+    namespaces: dict[str, list[pulumi.Resource]] = {}
     for obj in plan.namespaces:
-        ready.append(RenderedObject(resource_name(name, "ns", obj["metadata"]["name"]), obj, child(static)))
+        ns = obj["metadata"]["name"]
+        namespaces[ns] = [RenderedObject(resource_name(name, "ns", ns), obj, child(base.base))]
     for obj in plan.modelexpress:
-        RenderedObject(object_name(name, obj), obj, child(ready))
+        ns = obj["metadata"]["namespace"]
+        RenderedObject(object_name(name, obj), obj, child([*base.base, *namespaces.get(ns, [])]))
     for obj in plan.mock_engine:
-        mock = resource_name(name, "mock-engine", obj["metadata"]["namespace"])
-        ready.append(RenderedObject(mock, obj, child(ready)))
-    return ready
+        ns = obj["metadata"]["namespace"]
+        mock = RenderedObject(resource_name(name, "mock-engine", ns), obj, child([*base.base, *namespaces.get(ns, [])]))
+        namespaces.setdefault(ns, []).append(mock)
+    return ClusterReady(base.base, {ns: tuple(deps) for ns, deps in namespaces.items()})
 
 
 def _report(fp: FleetPlan, args: FleetArgs) -> None:
-    """The placement table and shortfalls in `pulumi preview`, and what GitOps users must add."""
+    """The placement table and shortfalls in `pulumi preview`."""
     pulumi.log.info("placement:\n" + format_table(fp.placement, args.accounting))
     for message in shortfalls(fp.placement):
         pulumi.log.warn(message)
-    if args.render_dir:
+
+
+def _report_secrets(args: FleetArgs, here: Sequence[str], control: ControlPlan | None, fp: FleetPlan) -> None:
+    """What GitOps users must add: the Secrets this stack's objects reference, and the
+    gateways the control plane cannot name."""
+    if not args.render_dir:
+        return
+    if control is not None:
         for warning in gitops_gateway_urls(args.fleet)[1]:
             pulumi.log.warn(warning)
-        if fp.secrets:
-            pulumi.log.warn(f"renderDir: {len(fp.secrets)} Secret(s) are referenced but never written under "
-                            f"{args.render_dir}; create them in the clusters (docs/pulumi-program.md): "
-                            + "; ".join(s.describe() for s in fp.secrets))
+    needs: set[SecretNeed] = {s for c in here for s in fp.clusters[c].secrets}
+    needs |= set(control.secrets) if control is not None else set()
+    if needs:
+        secrets = sorted(needs, key=lambda s: (s.namespace, s.name, s.key))
+        pulumi.log.warn(f"renderDir: {len(secrets)} Secret(s) are referenced but never written under "
+                        f"{args.render_dir}; create them in the clusters (docs/pulumi-program.md): "
+                        + "; ".join(s.describe() for s in secrets))
 
 
 def _control_address(args: FleetArgs, control: ControlPlan, gateway: TraefikGateway) -> pulumi.Input[str]:

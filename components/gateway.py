@@ -24,7 +24,10 @@ class TraefikGatewayArgs:
     type_token: str                        # WORKLOAD or CONTROL_PLANE
     cluster: str
     objects: Sequence[Manifest]            # the core's static ConfigMap, Deployment, Service (+ egress ConfigMap)
-    routes: pulumi.Input[Mapping[str, Any]]   # the dynamic configuration, from the plan
+    # The routes ConfigMap's data (`routes_configmap(name, dynamic configuration)["data"]`),
+    # from the plan. Text, not the configuration's dict: an Output's dict value is lifted
+    # into an Output per nested value, which for a fleet's routes costs seconds.
+    routes: pulumi.Output[Mapping[str, str]]
     # Live stacks: the egress configuration with the API keys, kept a secret end to end.
     egress_secret: pulumi.Input[Mapping[str, Any]] | None = None
     props: Mapping[str, Any] = field(default_factory=dict)
@@ -51,7 +54,7 @@ class TraefikGateway(pulumi.ComponentResource):
         meta = routes_configmap(name, {})["metadata"]
         configs: list[pulumi.Resource] = [k8s.core.v1.ConfigMap(
             f"{name}-routes", metadata=meta,
-            data=pulumi.Output.from_input(args.routes).apply(lambda d: routes_configmap(name, d)["data"]), opts=child)]
+            data=args.routes, opts=child)]
         if args.egress_secret is not None:
             configs.append(k8s.core.v1.Secret(
                 egress_name(name), metadata=k8s.meta.v1.ObjectMetaArgs(

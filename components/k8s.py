@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -63,3 +64,31 @@ def plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     return value
+
+
+@dataclass(frozen=True)
+class ClusterReady:
+    """What a cluster's objects wait for: every object waits for `base` (the cluster's
+    `modelplane-system` namespace, its serving stack and charts), a namespaced one also for
+    its namespace's own objects (the Namespace, the mock engine's ConfigMap, ModelExpress).
+    Narrow on purpose: one object depending on every namespace of its cluster cost the
+    program a dependency walk per pair (issue 15)."""
+
+    base: tuple[pulumi.Resource, ...] = ()
+    namespaces: Mapping[str, tuple[pulumi.Resource, ...]] = field(default_factory=dict)
+
+    def of(self, obj: Manifest) -> list[pulumi.Resource]:
+        return self.in_namespace(obj["metadata"].get("namespace"))
+
+    def in_namespace(self, namespace: str | None) -> list[pulumi.Resource]:
+        return [*self.base, *self.namespaces.get(namespace, ())] if namespace else list(self.base)
+
+    def with_base(self, extra: Sequence[pulumi.Resource]) -> ClusterReady:
+        return ClusterReady((*self.base, *extra), self.namespaces)
+
+
+def register_ready(cluster: str, objs: Iterable[Manifest], ready: ClusterReady, provider: pulumi.ProviderResource,
+                   parent: pulumi.Resource) -> list[RenderedObject]:
+    """Each object on the cluster's provider, after what it waits for."""
+    return [RenderedObject(object_name(cluster, obj), obj, pulumi.ResourceOptions(
+        parent=parent, provider=provider, depends_on=ready.of(obj))) for obj in objs]
