@@ -1,0 +1,133 @@
+"""Scale benchmark (issue 15): every figure with its baseline and ratio, from one run.
+
+    .venv/bin/python benchmarks/scale.py                       # plan + previews at 10 and 30 clusters
+    .venv/bin/python benchmarks/scale.py --sections plan       # plan only (no engine needed)
+    .venv/bin/python benchmarks/scale.py --sizes 10,30,100 --timeout 3600 --json out.json
+
+Fleets come from benchmarks/scale_fleet.py: N clusters (EKS and GKE, two pools each),
+N deployments x 10 replicas of mixed shapes, caches, services.
+
+* plan: `python -m modelplane plan` end to end (process start to last byte) on the
+  1,000- and 100-cluster fleets, against a fresh process that only parses the same files
+  with libyaml; where the time goes (import, load, validate, place, serialise); peak RSS.
+* preview: `pulumi preview` of the render stack on the real engine, per size: our program
+  in one stack, the engine's floor (as many plain ConfigMaps through one render-mode
+  provider, a trivial program) and our objects registered flat (what they cost without
+  our program); wall time, ms per resource, peak memory (PSS of the process tree) and CPU
+  seconds per process role. With the engine's checkpoints as shipped and with
+  PULUMI_SKIP_CHECKPOINTS (`--checkpoints`).
+
+Engine runs take minutes at 100 clusters on a 2-core machine: pick `--sizes` with care.
+Every engine process is stopped when a run ends, times out or is interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import scale_engine  # noqa: E402
+import scale_fleet  # noqa: E402
+import scale_plan  # noqa: E402
+
+MIB = 2**20
+PLAN_GOALS = {1000: 2.0, 100: 0.5}   # seconds, issue 15 item 1
+PLAN_RATIO_GOAL = 3.0                # plan within 3x of parsing alone (1,000 clusters)
+PLAN_RSS_GOAL = 500 * MIB            # item 4
+PREVIEW_RATIO_GOAL = 1.5             # ms per resource, ours / floor (item 2)
+
+
+def fleet_dir(work: Path, clusters: int) -> Path:
+    path = work / f"fleet-{clusters}"
+    if not path.exists():
+        scale_fleet.write(scale_fleet.fleet(clusters, clusters), path)
+    return path
+
+
+def section_plan(work: Path, sizes: list[int], repeat: int, results: dict[str, Any]) -> None:
+    print("\n## plan (seconds, best of", repeat, "fresh processes; peak RSS)")
+    print(f"{'clusters':>8} {'what':<22}{'seconds':>9}{'x parse':>9}{'RSS MiB':>9}  goal")
+    for clusters in sizes:
+        fleet = fleet_dir(work, clusters)
+        got = scale_plan.measure_plan(fleet, work, repeat)
+        base = got["libyaml parse only"].seconds
+        for what, t in got.items():
+            goal = ""
+            if what == "plan" and clusters in PLAN_GOALS:
+                ok = t.seconds <= PLAN_GOALS[clusters] and (clusters != 1000 or t.seconds <= PLAN_RATIO_GOAL * base)
+                goal = f"<= {PLAN_GOALS[clusters]} s" + (f" and <= {PLAN_RATIO_GOAL}x" if clusters == 1000 else "")
+                goal += ": met" if ok else ": NOT met"
+            if what == "plan" and clusters == 1000:
+                goal += f"; RSS <= 500 MiB: {'met' if t.peak_rss <= PLAN_RSS_GOAL else 'NOT met'}"
+            print(f"{clusters:>8} {what:<22}{t.seconds:>9.2f}{t.seconds / base:>9.1f}{t.peak_rss / MIB:>9.0f}  {goal}")
+        phases = scale_plan.measure_phases(fleet, repeat)
+        print(f"{'':>8} where the time goes: " + ", ".join(f"{k} {v:.3f}" for k, v in phases.items()))
+        results.setdefault("plan", {})[str(clusters)] = {
+            "runs": {k: {"seconds": v.seconds, "peak_rss_mib": v.peak_rss / MIB} for k, v in got.items()},
+            "phases": phases}
+
+
+def _row(p: scale_engine.Preview, floor: scale_engine.Preview | None) -> str:
+    ratio = p.ms_per_resource / floor.ms_per_resource if floor else 1.0
+    cpu = ", ".join(f"{k} {v:.1f}" for k, v in sorted(p.run.cpu.items(), key=lambda kv: -kv[1]) if v >= 0.05)
+    late = " TIMED OUT" if p.run.timed_out else ""
+    return (f"  {p.label:<34}{p.resources:>7}{p.run.wall:>9.1f}{p.ms_per_resource:>8.1f}{ratio:>8.2f}"
+            f"{p.run.peak_memory / MIB:>8.0f}  cpu: {cpu}{late}")
+
+
+def section_preview(work: Path, sizes: list[int], checkpoints: list[str], timeout: float,
+                    results: dict[str, Any]) -> None:
+    env = scale_engine.engine_env()
+    print("\n## pulumi preview, render stack (ratio: ms per resource / the floor's, same run)")
+    print(f"  {'':<34}{'res':>7}{'seconds':>9}{'ms/res':>8}{'x floor':>8}{'PSS MiB':>8}")
+    for clusters in sizes:
+        fleet = fleet_dir(work, clusters)
+        for mode in checkpoints:
+            extra = scale_engine.SKIP_CHECKPOINTS if mode == "skip" else {}
+            print(f"{clusters} clusters, engine checkpoints: {'skipped' if extra else 'saved (default)'}")
+            with scale_engine.workspace(env) as ws:
+                ours = scale_engine.preview_ours(ws, fleet, timeout=timeout, extra_env=extra)
+                floor = scale_engine.preview_floor(ws, ours.resources, timeout=timeout, extra_env=extra)
+                flat = scale_engine.preview_objects(ws, fleet, timeout=timeout, extra_env=extra)
+            for p in (floor, flat, ours):
+                print(_row(p, floor), flush=True)
+            verdict = ours.ms_per_resource / floor.ms_per_resource <= PREVIEW_RATIO_GOAL
+            print(f"  goal ours <= {PREVIEW_RATIO_GOAL}x floor per resource: {'met' if verdict else 'NOT met'}")
+            results.setdefault("preview", {}).setdefault(str(clusters), {})[mode] = [
+                scale_engine.summary(p) for p in (floor, flat, ours)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sections", default="plan,preview", help="comma-separated: plan, preview (default both)")
+    ap.add_argument("--plan-sizes", default="1000,100", help="cluster counts for plan (default 1000,100)")
+    ap.add_argument("--sizes", default="10,30", help="cluster counts for the engine sections (default 10,30)")
+    ap.add_argument("--checkpoints", choices=["skip", "save", "both"], default="both",
+                    help="engine checkpoints during previews: skipped, saved (the default engine), or both")
+    ap.add_argument("--repeat", type=int, default=3, help="fresh processes per plan figure; the best is kept")
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per engine run (default 1800)")
+    ap.add_argument("--work", help="directory for generated fleets (default: a temp directory)")
+    ap.add_argument("--json", help="also write every figure to this file")
+    args = ap.parse_args(argv)
+    sections = {s.strip() for s in args.sections.split(",") if s.strip()}
+    work = Path(args.work) if args.work else Path(tempfile.mkdtemp(prefix="modelplane-scale-fleets-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    if "plan" in sections:
+        section_plan(work, [int(s) for s in args.plan_sizes.split(",")], args.repeat, results)
+    if "preview" in sections:
+        modes = ["save", "skip"] if args.checkpoints == "both" else [args.checkpoints]
+        section_preview(work, [int(s) for s in args.sizes.split(",")], modes, args.timeout, results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
