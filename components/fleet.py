@@ -160,8 +160,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 shares = shares_text(fleet, placement, layout, routes)
         except (RenderError, PlacementFormatError) as exc:
             raise ResourceError(str(exc), self) from None
-        if args.split is not None and args.split.shares_file:
-            write_shares_file(args.split.shares_file, shares)
+        if args.split is not None and args.split.shares_file and layout is not None:
+            write_shares_file(args.split.shares_file, shares, layout)
         _report(plan, args)
         return _Decision(plan, shares)
 

@@ -43,10 +43,11 @@ def shares_text(fleet: Fleet, placement: FleetPlacement, layout: StackLayout,
     return {shard: json.dumps(share.to_json(), separators=(",", ":")) for shard, share in shares.items()}
 
 
-def write_shares_file(path: str, shares: Mapping[str, str]) -> None:
+def write_shares_file(path: str, shares: Mapping[str, str], layout: StackLayout) -> None:
+    """The fleet stack's outputs a preview would have exported: shares and layout."""
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump({SHARES_OUTPUT: dict(shares)}, fh)
+        json.dump({SHARES_OUTPUT: dict(shares), LAYOUT_OUTPUT: layout.to_json()}, fh)
     os.replace(tmp, path)
 
 

@@ -90,6 +90,12 @@ class EngineStack:
         assert proc.returncode == 0, proc.stderr
         return proc.stdout
 
+    def modelplane(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        """`python -m modelplane ARGS` (the split driver) against this stack's backend."""
+        return subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "modelplane", *args, "--stack", self.name],
+                              cwd=REPO, env={**os.environ, **self.env}, capture_output=True, text=True,
+                              timeout=timeout)
+
     def set_manifests(self, path: Path) -> None:
         from pulumi import automation as auto
 
@@ -122,7 +128,7 @@ def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., Engi
     bin_dir = Path(shutil.which("pulumi", path=env["PATH"])).resolve().parent  # type: ignore[arg-type]
     command = auto.PulumiCommand(root=str(bin_dir.parent))
 
-    def make(manifests: Path, extra_config: dict[str, str] | None = None) -> EngineStack:
+    def make(manifests: Path, extra_config: dict[str, Any] | None = None) -> EngineStack:
         name = f"enginetest-{uuid.uuid4().hex[:10]}"
         render_dir = tmp_path / f"render-{name}"
         config = dict((yaml.safe_load(RENDER_STACK_FILE.read_text()) or {}).get("config") or {})
@@ -150,3 +156,6 @@ def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., Engi
         with contextlib.suppress(Exception):  # teardown must still remove the config file
             es.stack.workspace.remove_stack(es.name, force=True)
         es.config_file.unlink(missing_ok=True)
+        # shard stacks a split fleet's driver made (`<name>.<shard>`); their state is in tmp_path
+        for shard_file in (REPO / "stacks").glob(f"Pulumi.{es.name}.*.yaml"):
+            shard_file.unlink(missing_ok=True)

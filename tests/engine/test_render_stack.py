@@ -70,10 +70,10 @@ def test_preview_shows_every_replica_cluster_and_pool_before_anything_exists(mak
 EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if p.is_dir())
 
 
-def _cli_render(manifests: Path, out: Path) -> dict[str, dict[tuple[str, str, str, str], dict]]:
+def _cli_render(manifests: Path, out: Path, *extra: str) -> dict[str, dict[tuple[str, str, str, str], dict]]:
     from modelplane.__main__ import main
 
-    assert main(["render", str(manifests), str(out)]) == 0
+    assert main(["render", str(manifests), str(out), *extra]) == 0
     return {c.name: _rendered(out, c.name) for c in sorted(out.iterdir()) if c.is_dir()}
 
 

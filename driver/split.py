@@ -1,0 +1,287 @@
+"""Run a fleet split across stacks with the Automation API (`python -m modelplane up |
+preview | destroy --stack NAME`; docs/pulumi-program.md, "Split stacks").
+
+The fleet stack NAME (stack config `split: {role: fleet, shardSize: K}`) places the fleet
+and exports each shard's share and the layout; shard stack `NAME.<shard>` applies its
+clusters. The driver creates the shard stacks, gives each the fleet stack's config (its
+`split` block says which shard; kubeconfigs of other clusters are left out), and runs:
+
+* up: the fleet stack, then every shard stack in parallel (`--parallel N`), then the
+  shard hosting the control-plane gateway, whose routes need the others' gateway
+  addresses (a LoadBalancer's is known only once its shard stack ran);
+* preview: the fleet stack (the placement dry-run), which writes the shares of the
+  placement it previews to a file, then every shard stack against that file: what `up`
+  would change everywhere, before anything changes;
+* destroy: the control shard, the other shards in parallel, the fleet stack.
+
+A stack without a `split` block is a one-stack fleet: the verb runs on it alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from pulumi import automation as auto
+
+from components.config import SHARES_FILE_ENV
+from components.split import LAYOUT_OUTPUT, shard_stack
+from driver.processes import TrackedPulumiCommand
+
+SPLIT_KEY = "modelplane:split"
+KUBECONFIGS_KEY = "modelplane:kubeconfigs"
+# The engine serializes its whole snapshot after every step, also in a preview that
+# discards it: O(resources^2). Previews skip those checkpoints (pulumi/pulumi#10668).
+PREVIEW_ENV = {"PULUMI_SKIP_CHECKPOINTS": "true"}
+
+
+class DriverError(Exception):
+    """A problem the user fixes (a missing stack, a stack that is not a fleet stack)."""
+
+
+@dataclass
+class Outcome:
+    stack: str
+    ok: bool
+    seconds: float
+    changes: Mapping[str, int] = field(default_factory=dict)
+    text: str = ""
+
+    def line(self) -> str:
+        changes = ", ".join(f"{k} {v}" for k, v in sorted(self.changes.items()) if v) or "no changes"
+        return f"{self.stack}: {'ok' if self.ok else 'FAILED'} in {self.seconds:.1f} s ({changes})"
+
+
+@dataclass(frozen=True)
+class Layout:
+    shards: Mapping[str, tuple[str, ...]]
+    control: str
+
+    @classmethod
+    def from_json(cls, data: Any) -> Layout:
+        if not isinstance(data, Mapping) or not isinstance(data.get("shards"), Mapping):
+            raise DriverError("the fleet stack has no layout output: is it a fleet stack (split.role: fleet)?")
+        return cls({str(s): tuple(c) for s, c in data["shards"].items()}, str(data["control"]))
+
+    def order(self) -> tuple[list[str], list[str]]:
+        """(shards that run first, in parallel; then the control-plane gateway's shard)."""
+        return [s for s in self.shards if s != self.control], [self.control]
+
+
+class SplitFleet:
+    def __init__(self, project: Path, fleet_stack: str, *, parallel: int, out: TextIO,
+                 verbose: bool = False, skip_checkpoints: bool = False) -> None:
+        self.project = project
+        self.fleet_stack = fleet_stack
+        self.parallel = max(1, parallel)
+        self.out = out
+        self.verbose = verbose
+        self.up_env = dict(PREVIEW_ENV) if skip_checkpoints else {}
+        self.command = TrackedPulumiCommand()
+
+    # ---------------------------------------------------------------- stacks and config
+
+    def _workspace(self, env: Mapping[str, str] | None = None) -> auto.LocalWorkspace:
+        secrets = "passphrase" if ("PULUMI_CONFIG_PASSPHRASE" in os.environ
+                                   or "PULUMI_CONFIG_PASSPHRASE_FILE" in os.environ) else None
+        return auto.LocalWorkspace(work_dir=str(self.project), env_vars=dict(env or {}), secrets_provider=secrets,
+                                   pulumi_command=self.command)
+
+    def _stack(self, name: str, env: Mapping[str, str] | None = None, *, create: bool = False) -> auto.Stack:
+        workspace = self._workspace(env)
+        if create:
+            return auto.Stack.create_or_select(name, workspace)
+        try:
+            return auto.Stack.select(name, workspace)
+        except auto.errors.StackNotFoundError:
+            raise DriverError(f"no stack {name}: create it (`pulumi stack init {name}`) with its config in "
+                              f"stacks/Pulumi.{name}.yaml") from None
+
+    def _cli(self, args: list[str], stdin: str | None = None) -> str:
+        return self.command.run(args, str(self.project), {}, stdin=stdin).stdout
+
+    def config_of(self, stack: str) -> dict[str, Any]:
+        """`pulumi config --json` of a stack, secrets shown (they stay in this process)."""
+        return dict(json.loads(self._cli(["config", "--show-secrets", "--json", "--stack", stack]) or "{}"))
+
+    def split_block(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
+        entry = config.get(SPLIT_KEY)
+        if entry is None:
+            return None
+        block = entry.get("objectValue") or json.loads(entry.get("value") or "{}")
+        if not isinstance(block, dict) or block.get("role") != "fleet":
+            raise DriverError(f"stack {self.fleet_stack}: split.role must be fleet (the driver runs a fleet "
+                              "stack and creates its shard stacks)")
+        return block
+
+    def shard_config(self, fleet_config: Mapping[str, Any], shard: str, clusters: Sequence[str]) -> dict[str, Any]:
+        """The fleet stack's config for one shard: its `split` block names the shard, and
+        only its clusters' kubeconfigs travel."""
+        block = dict(self.split_block(fleet_config) or {})
+        block.update(role="shard", fleetStack=self.fleet_stack, shard=shard)
+        config = {k: dict(v) for k, v in fleet_config.items() if k != SPLIT_KEY}
+        config[SPLIT_KEY] = {"value": json.dumps(block, sort_keys=True), "objectValue": block, "secret": False}
+        kubeconfigs = config.get(KUBECONFIGS_KEY)
+        if kubeconfigs is not None:
+            every = kubeconfigs.get("objectValue") or json.loads(kubeconfigs.get("value") or "{}")
+            mine = {c: v for c, v in every.items() if c in clusters}
+            config[KUBECONFIGS_KEY] = {"value": json.dumps(mine, sort_keys=True), "secret": True}
+        return config
+
+    def sync(self, stack: str, desired: Mapping[str, Any]) -> None:
+        """Make a stack's config `desired`: plain values through `config set-all --json`,
+        each secret through `config set --secret` on stdin (never on a command line)."""
+        current = self.config_of(stack)
+        gone = sorted(set(current) - set(desired))
+        if gone:
+            self._cli(["config", "rm-all", "--stack", stack, *gone])
+        changed = {k: v for k, v in desired.items() if _comparable(current.get(k)) != _comparable(v)}
+        plain = {k: v for k, v in changed.items() if not v.get("secret")}
+        if plain:
+            self._cli(["config", "set-all", "--stack", stack, "--json", json.dumps(plain)])
+        for key, value in sorted(changed.items()):
+            if value.get("secret"):
+                self._cli(["config", "set", key, "--secret", "--stack", stack], stdin=value["value"])
+
+    # ---------------------------------------------------------------- running stacks
+
+    def _run(self, name: str, verb: str, env: Mapping[str, str] | None = None) -> Outcome:
+        start = time.perf_counter()
+        try:
+            stack = self._stack(name, env, create=verb != "destroy")
+            if verb == "preview":
+                preview = stack.preview(color="never", suppress_progress=True, suppress_outputs=True)
+                changes, text = preview.change_summary, preview.stdout
+            elif verb == "up":
+                up = stack.up(color="never", suppress_progress=True, suppress_outputs=True)
+                changes, text = up.summary.resource_changes or {}, up.stdout
+            else:
+                destroyed = stack.destroy(color="never", suppress_progress=True)
+                changes, text = destroyed.summary.resource_changes or {}, destroyed.stdout
+        except auto.errors.CommandError as exc:
+            return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=_tail(str(exc)))
+        except DriverError as exc:
+            return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=str(exc))
+        return Outcome(name, ok=True, seconds=time.perf_counter() - start,
+                       changes={str(k): int(v) for k, v in changes.items()}, text=text)
+
+    def _report(self, outcome: Outcome, done: int, total: int) -> None:
+        self.out.write(f"[{done}/{total}] {outcome.line()}\n")
+        if not outcome.ok or self.verbose:
+            self.out.write(_indent(outcome.text) + "\n")
+        self.out.flush()
+
+    def _run_all(self, groups: Sequence[Sequence[str]], verb: str, env: Mapping[str, str] | None = None
+                 ) -> list[Outcome]:
+        """Each group's stacks in parallel (at most `parallel` at once), group after group;
+        a group starts only when the one before succeeded."""
+        outcomes: list[Outcome] = []
+        total = sum(len(g) for g in groups)
+        pool = ThreadPoolExecutor(max_workers=self.parallel)
+        try:
+            for group in groups:
+                futures = [pool.submit(self._run, name, verb, env) for name in group]
+                for future in futures:
+                    outcome = future.result()
+                    outcomes.append(outcome)
+                    self._report(outcome, len(outcomes), total)
+                if not all(o.ok for o in outcomes):
+                    break
+        except BaseException:
+            # Ctrl-C, SIGTERM, SIGHUP: stop the engines before waiting for their threads.
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.command.stop_all()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+        return outcomes
+
+    def _shards(self, layout: Layout, fleet_config: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+        first, last = layout.order()
+        for shard in [*first, *last]:
+            name = shard_stack(self.fleet_stack, shard)
+            self._stack(name, create=True)
+            self.sync(name, self.shard_config(fleet_config, shard, layout.shards[shard]))
+        return [shard_stack(self.fleet_stack, s) for s in first], [shard_stack(self.fleet_stack, s) for s in last]
+
+    # ---------------------------------------------------------------- verbs
+
+    def _fleet_config(self) -> dict[str, Any]:
+        self._stack(self.fleet_stack, create=True)   # its config is the user's stacks/Pulumi.<name>.yaml
+        return self.config_of(self.fleet_stack)
+
+    def up(self) -> bool:
+        fleet_config = self._fleet_config()
+        fleet = self._run_all([[self.fleet_stack]], "up", self.up_env)
+        if not fleet[-1].ok or self.split_block(fleet_config) is None:
+            return fleet[-1].ok
+        layout = Layout.from_json(self._stack(self.fleet_stack).outputs()[LAYOUT_OUTPUT].value)
+        first, last = self._shards(layout, fleet_config)
+        return all(o.ok for o in self._run_all([first, last], "up", self.up_env))
+
+    def preview(self) -> bool:
+        fleet_config = self._fleet_config()
+        if self.split_block(fleet_config) is None:
+            return all(o.ok for o in self._run_all([[self.fleet_stack]], "preview", PREVIEW_ENV))
+        with tempfile.TemporaryDirectory(prefix="modelplane-shares-") as tmp:
+            shares_file = os.path.join(tmp, "shares.json")
+            env = {**PREVIEW_ENV, SHARES_FILE_ENV: shares_file}
+            fleet = self._run_all([[self.fleet_stack]], "preview", env)
+            if not fleet[-1].ok:
+                return False
+            self.out.write(_diagnostics(fleet[-1].text))
+            try:
+                with open(shares_file, encoding="utf-8") as fh:
+                    layout = Layout.from_json(json.load(fh).get(LAYOUT_OUTPUT))
+            except OSError:
+                raise DriverError("the fleet stack's preview wrote no shares: its placement was not known "
+                                  "(an input unknown at preview time?)") from None
+            first, last = self._shards(layout, fleet_config)
+            return all(o.ok for o in self._run_all([[*first, *last]], "preview", env))
+
+    def destroy(self, *, remove: bool = False) -> bool:
+        outputs = self._stack(self.fleet_stack).outputs()
+        stacks: list[list[str]] = []
+        if LAYOUT_OUTPUT in outputs:
+            first, last = Layout.from_json(outputs[LAYOUT_OUTPUT].value).order()
+            stacks = [[shard_stack(self.fleet_stack, s) for s in last],
+                      [shard_stack(self.fleet_stack, s) for s in first]]
+        outcomes = self._run_all([*stacks, [self.fleet_stack]], "destroy")
+        ok = all(o.ok for o in outcomes)
+        if ok and remove:
+            for name in [n for group in stacks for n in group]:
+                self._workspace().remove_stack(name)
+        return ok
+
+
+def _comparable(entry: Any) -> Any:
+    if entry is None:
+        return None
+    return (entry.get("secret", False), entry.get("objectValue", entry.get("value")))
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"    {line}" for line in text.splitlines())
+
+
+def _diagnostics(stdout: str) -> str:
+    """The Diagnostics section of the fleet stack's preview: the placement table (what
+    `modelplane plan` prints) and a warning per shortfall."""
+    lines = stdout.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("Diagnostics:")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith(("Resources:", "Outputs:"))),
+               len(lines))
+    return "\n".join(lines[start:end]).rstrip() + "\n"

@@ -1,0 +1,100 @@
+"""A fleet split across stacks on the real engine (render stack configuration): the fleet
+stack plus its shard stacks write exactly what one stack writes, through the driver
+`python -m modelplane up|preview|destroy` (issue 15 item 3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.engine.fleets import REPO, reference_placement, scaling_fleet
+from tests.engine.test_render_stack import _cli_render, _normalize, _rendered
+
+pytestmark = pytest.mark.engine
+
+
+def _split(shard_size: int) -> dict:
+    return {"modelplane:split": {"role": "fleet", "shardSize": shard_size}}
+
+
+def _written(render_dir: Path) -> dict[str, dict]:
+    return {c.name: _rendered(render_dir, c.name) for c in sorted(render_dir.iterdir()) if c.is_dir()}
+
+
+def _same(stack: dict[str, dict], cli: dict[str, dict]) -> None:
+    assert sorted(stack) == sorted(cli), "the two write different cluster directories"
+    for cluster in cli:
+        only_stack = sorted(set(stack[cluster]) - set(cli[cluster]))
+        only_cli = sorted(set(cli[cluster]) - set(stack[cluster]))
+        assert not only_stack and not only_cli, \
+            f"{cluster}: only the split stacks wrote {only_stack}; only render wrote {only_cli}"
+        for key, obj in cli[cluster].items():
+            assert _normalize(stack[cluster][key]) == _normalize(obj), f"{cluster}: {key} differs"
+
+
+@pytest.mark.parametrize(("example", "shard_size"), [("kind", 1), ("aws", 1), ("byo", 2), ("dynamo", 1)])
+def test_split_stacks_write_exactly_what_one_stack_writes(make_stack, tmp_path, example, shard_size):
+    """`modelplane up` on a fleet stack and its shard stacks writes, cluster by cluster,
+    exactly what `modelplane render` writes (which the one-stack render stack writes too,
+    test_render_stack.py): one control plane in its own shard (kind, byo) or in the shard
+    of the fleet cluster hosting it (aws: InferenceGateway clusterName)."""
+    es = make_stack(REPO / "examples" / example, _split(shard_size))
+    run = es.modelplane("up", "--parallel", "2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    layout = es.stack.outputs()["layout"].value
+    assert layout["shards"], layout
+    for shard in layout["shards"]:
+        assert f"{es.name}.{shard}: ok" in run.stdout, run.stdout
+    _same(_written(es.render_dir), _cli_render(REPO / "examples" / example, tmp_path / "cli"))
+    # the fleet stack holds the placement and no Kubernetes object
+    fleet_types = {r["type"] for r in es.stack.export_stack().deployment["resources"]}
+    assert "pulumi-python:dynamic/modelplane:FleetPlacement" in fleet_types
+    assert not any(t.startswith("kubernetes:") for t in fleet_types), fleet_types
+
+
+def test_split_preview_shows_every_shards_changes_before_anything_exists(make_stack):
+    es = make_stack(REPO / "examples" / "kind", _split(1))
+    run = es.modelplane("preview")
+    assert run.returncode == 0, run.stdout + run.stderr
+    # the placement dry-run first: the table `modelplane plan` prints
+    assert "ml-team/chat: 1 of 1 replicas placed" in run.stdout, run.stdout
+    for shard, created in ((f"{es.name}.eu-west", "create"), (f"{es.name}.us-east", "create"),
+                           (f"{es.name}.control", "create")):
+        line = next((ln for ln in run.stdout.splitlines() if f"] {shard}: ok" in ln), "")
+        assert created in line, run.stdout
+    assert not es.render_dir.exists() or not any(es.render_dir.rglob("*.yaml")), "preview wrote manifests"
+
+
+def test_split_scaling_keeps_replicas_and_moves_objects_between_shard_stacks(make_stack, tmp_path):
+    """2 -> 4 -> 3 replicas over alpha and beta, one shard stack each: every run equals
+    `modelplane render` with the previous placement, and the victim's objects leave beta."""
+    fleet_dir = scaling_fleet(tmp_path / "fleet", 2)
+    es = make_stack(fleet_dir, _split(1))
+    previous = None
+    for replicas in (2, 4, 3):
+        scaling_fleet(fleet_dir, replicas)
+        run = es.modelplane("up")
+        assert run.returncode == 0, run.stdout + run.stderr
+        extra: list[str] = []
+        if previous is not None:
+            prev_file = tmp_path / f"previous-{replicas}.json"
+            prev_file.write_text(json.dumps(previous.to_json()))
+            extra = ["--previous", str(prev_file)]
+        _same(_written(es.render_dir), _cli_render(fleet_dir, tmp_path / f"cli-{replicas}", *extra))
+        reference = reference_placement(fleet_dir, previous)
+        deployments = es.stack.outputs()["deployments"].value
+        assert sorted((r["cluster"], r["index"]) for r in deployments["ml-team/chat"]["replicas"]) == \
+            sorted((r.cluster, r.index) for r in reference.deployments[0].replicas)
+        previous = reference
+
+
+def test_split_destroy_removes_every_stack_and_file(make_stack):
+    es = make_stack(REPO / "examples" / "kind", _split(1))
+    assert es.modelplane("up").returncode == 0
+    assert any(es.render_dir.rglob("*.yaml"))
+    run = es.modelplane("destroy", "--remove")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not any(es.render_dir.rglob("*.yaml"))
+    assert not list((REPO / "stacks").glob(f"Pulumi.{es.name}.*.yaml")), "shard stack config files left behind"
