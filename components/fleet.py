@@ -37,6 +37,7 @@ from components.split import (
     SHARES_OUTPUT,
     other_gateway_urls,
     shard_plan,
+    shard_stack,
     shares_text,
     write_shares_file,
 )
@@ -189,18 +190,35 @@ class ModelplaneFleet(pulumi.ComponentResource):
         if not here:
             return gateways
         providers = {c: cluster.provider for c, cluster in self.clusters.items()}
-        for key, cache in sorted(fleet.caches.items()):
+
+        def cache(key: tuple[str, str]) -> None:
             ModelCache(resource_name("cache", *key), ModelCacheArgs(
-                cache=cache, plan=self.plan, providers=providers, ready=ready, hf_token=args.hf_token,
+                cache=fleet.caches[key], plan=self.plan, providers=providers, ready=ready, hf_token=args.hf_token,
                 write_secrets=not args.render_dir), top)
-        mine = set(here)
-        for key, candidates in candidate_clusters(fleet).items():
-            # A shard stack registers the deployments that may run on its clusters (a
-            # replica is only ever kept or placed on a candidate cluster).
-            if args.split is None or mine.intersection(candidates):
-                self.deployments["/".join(key)] = ModelDeployment(resource_name(*key), ModelDeploymentArgs(
-                    deployment=fleet.deployments[key], plan=self.plan, candidates=candidates,
-                    providers=providers, ready=ready), top)
+
+        def deployment(key: tuple[str, str], candidates: Sequence[str]) -> None:
+            self.deployments["/".join(key)] = ModelDeployment(resource_name(*key), ModelDeploymentArgs(
+                deployment=fleet.deployments[key], plan=self.plan, candidates=candidates, providers=providers,
+                ready=ready), top)
+
+        if args.split is None:
+            for key in sorted(fleet.caches):
+                cache(key)
+            for key, candidates in candidate_clusters(fleet).items():
+                deployment(key, candidates)
+            return gateways
+
+        def shard_components(fp: FleetPlan) -> None:
+            # A shard stack registers the caches staged and the deployments placed on its
+            # clusters: with one stack per few clusters, a component per fleet-wide cache
+            # and deployment in every shard would outnumber the objects.
+            for key in sorted({(c.namespace, c.name) for p in fp.clusters.values() for c in p.caches}):
+                cache(key)
+            candidates = candidate_clusters(fleet)
+            for d in fp.placement.deployments:
+                deployment((d.namespace, d.name), candidates[(d.namespace, d.name)])
+
+        self.plan.apply(shard_components)
         return gateways
 
     def _register_control(self, args: FleetArgs, control: ControlPlan, layout: StackLayout | None,
@@ -276,7 +294,19 @@ class ModelplaneFleet(pulumi.ComponentResource):
         shards = sorted({s for n in args.fleet.clusters if n not in gateways and n not in static
                          and (s := shard_of(layout.shards, n)) is not None})
         others = [other_gateway_urls(args.split, shard, self) for shard in shards]
-        return pulumi.Output.all(own, *others).apply(lambda parts: _merge(static, *parts))
+
+        def merge(parts: list[Mapping[str, str]]) -> dict[str, str]:
+            urls = _merge(static, *parts)
+            missing = sorted(set(args.fleet.clusters) - set(urls))
+            if missing:
+                stacks = ", ".join(sorted({shard_stack(args.split.fleet_stack, shard_of(layout.shards, n) or n)
+                                           for n in missing}))
+                raise ResourceError(f"no gateway address yet for cluster(s) {', '.join(missing)}: their shard "
+                                    f"stack(s) {stacks} must run before this one (`python -m modelplane up` "
+                                    "orders them), or give the clusters spec.gateway.hostname", self)
+            return urls
+
+        return pulumi.Output.all(own, *others).apply(merge)
 
     def _egress_secret(self, control: ControlPlan, api_keys: pulumi.Output[Mapping[str, str]]
                        ) -> pulumi.Output[dict[str, Any]]:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,3 +19,10 @@ def normalize_numbers(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [normalize_numbers(v) for v in value]
     return value
+
+
+def digest(value: Any) -> str:
+    """A digest of a JSON value that is the same before and after the engine (numbers
+    normalized, keys sorted): what a stack keeps instead of a second copy of the value."""
+    text = json.dumps(normalize_numbers(value), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]

@@ -26,10 +26,14 @@ from pulumi.dynamic import (
 )
 from pulumi.output import Unknown
 
+from modelplane.engine_json import digest
 from modelplane.engine_json import normalize_numbers as normalize_numbers  # one home; re-exported for tests
 
 # Inputs that decide the placement; any change to them may move nothing but is an update.
 DRIVING_KEYS = ("fleet", "accounting", "observed")
+# The outputs keep the fleet's digest, not a second copy of every manifest (the inputs
+# hold them once, for check() and the policies): state grows with what people read back.
+FLEET_DIGEST = "fleetDigest"
 _UNKNOWN_TOKEN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
 
 
@@ -105,6 +109,13 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]
     return placement.to_json(), []
 
 
+def outputs(props: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked inputs as outputs, the fleet replaced by its digest."""
+    out = {k: v for k, v in props.items() if k != "fleet"}
+    out[FLEET_DIGEST] = digest(props.get("fleet") or [])
+    return out
+
+
 class PlacementProvider(ResourceProvider):
     def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         olds, news = normalize_numbers(olds or {}), normalize_numbers(news)
@@ -126,17 +137,18 @@ class PlacementProvider(ResourceProvider):
         moves = replica_changes(olds.get("placement"), new_placement)
         changed = bool(moves["added"] or moves["removed"])
         changed = changed or olds.get("placement") != new_placement
-        changed = changed or any(olds.get(k) != news.get(k) for k in DRIVING_KEYS)
+        changed = changed or olds.get(FLEET_DIGEST) != digest(news.get("fleet") or [])
+        changed = changed or any(olds.get(k) != news.get(k) for k in DRIVING_KEYS if k != "fleet")
         # Never a replace: the placement is data; moving a replica is the Kubernetes
         # objects' delete + create, not this resource's.
         return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult("fleet-placement", outs=dict(props))
+        return CreateResult("fleet-placement", outs=outputs(props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        # The full outputs: a partial dict would drop the placement from state.
-        return UpdateResult(outs=dict(news))
+        # Every output: a partial dict would drop the placement from state.
+        return UpdateResult(outs=outputs(news))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_, props)

@@ -20,14 +20,12 @@ same manifests the fleet stack placed (`fleet_digest`).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from modelplane.api import Fleet
-from modelplane.engine_json import normalize_numbers
+from modelplane.engine_json import digest, normalize_numbers
 from modelplane.gateway.config import ServiceRoute
 from modelplane.routing import Credential, Endpoint, WeightedBackend
 from modelplane.scheduler import DeploymentPlacement, FleetPlacement
@@ -58,8 +56,7 @@ def shard_of(layout: Mapping[str, Sequence[str]], cluster: str) -> str | None:
 
 def fleet_digest(fleet: Fleet) -> str:
     """A digest of every manifest: a shard refuses a share placed from other manifests."""
-    text = json.dumps(fleet.to_documents(), sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return digest(fleet.to_documents())
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,9 @@ from typing import Any, TypeVar
 
 from .policy_types import BudgetStatus, Feasibility, PolicyStatus
 
+# An unplaced replica whose reasons are those of an earlier one: its index.
+REASONS_OF = "reasonsOf"
+
 
 class PlacementFormatError(ValueError):
     """A `--previous` document does not follow the placement schema."""
@@ -122,13 +125,30 @@ class DeploymentPlacement:
             "desired": self.desired,
             "replicas": [r.to_json() for r in self.replicas],
             "conditions": [c.to_json() for c in self.conditions],
-            "unplaced": [u.to_json() for u in self.unplaced],
+            "unplaced": _unplaced_json(self.unplaced),
             **self._policy_json(),
         }
 
     def _policy_json(self) -> dict[str, Any]:
         block = self.policy.to_json() if self.policy is not None else {}
         return {"placementPolicy": block} if block else {}
+
+
+def _unplaced_json(unplaced: list[Unplaced]) -> list[dict[str, Any]]:
+    """Every unplaced replica of a deployment has the same per-cluster reasons (one fill
+    refused them all): written once, then `"reasonsOf": <that replica's index>`. With a
+    thousand clusters the copies were most of a placement's JSON (issue 15 item 6)."""
+    out: list[dict[str, Any]] = []
+    first: Unplaced | None = None
+    for u in unplaced:
+        entry = u.to_json()
+        if first is not None and (u.reasons is first.reasons or u.reasons == first.reasons):
+            del entry["reasons"]
+            entry[REASONS_OF] = first.index
+        else:
+            first = u
+        out.append(entry)
+    return out
 
 
 @dataclass
@@ -246,11 +266,17 @@ def _deployment_from_json(d: Any, where: Where) -> DeploymentPlacement:
         cw = (*where, "conditions", j)
         conditions.append(Condition(_need(c, "type", str, cw), _need(c, "status", str, cw),
                                     _need(c, "reason", str, cw), _need(c, "message", str, cw, "")))
-    unplaced = []
+    unplaced: list[Unplaced] = []
     for j, u in enumerate(_need(d, "unplaced", list, where, [])):
         uw = (*where, "unplaced", j)
-        unplaced.append(Unplaced(_need(u, "index", int, uw),
-                                 _strings(_need(u, "reasons", dict, uw, {}), (*uw, "reasons")),
+        if isinstance(u, dict) and REASONS_OF in u:
+            same = _need(u, REASONS_OF, int, uw)
+            reasons = next((p.reasons for p in unplaced if p.index == same), None)
+            if reasons is None:
+                raise PlacementFormatError(f"{_at((*uw, REASONS_OF))}: no earlier unplaced replica {same}")
+        else:
+            reasons = _strings(_need(u, "reasons", dict, uw, {}), (*uw, "reasons"))
+        unplaced.append(Unplaced(_need(u, "index", int, uw), reasons,
                                  _extension(partial(Feasibility.from_json, u.get("feasibility")),
                                             (*uw, "feasibility"))))
     return DeploymentPlacement(

@@ -96,11 +96,16 @@ def resolve(output: Any) -> Any:
 
 
 class FleetMocks(pmocks.Mocks):
-    def __init__(self, previous: dict[str, dict] | None = None):
+    def __init__(self, previous: dict[str, dict] | None = None, stacks: dict[str, dict] | None = None):
         self.previous = previous or {}
+        self.stacks = stacks or {}       # stack name -> its outputs, for StackReferences
         self.state: dict[str, dict] = {}
 
     def new_resource(self, args: pmocks.MockResourceArgs):
+        if args.typ == "pulumi:pulumi:StackReference":
+            # what another stack exported, as the engine hands it over: numbers as floats
+            name = args.resource_id or args.name
+            return name, {"name": name, "outputs": _floats(self.stacks.get(name, {})), "secretOutputNames": []}
         state = dict(args.inputs)
         if args.typ.startswith(("aws:", "gcp:")):
             # Cloud names and ARNs are computed by the provider; give them values.
@@ -150,6 +155,18 @@ class RecordingMonitor(pmocks.MockMonitor):
         return response
 
 
+def _floats(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, dict):
+        return {k: _floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_floats(v) for v in value]
+    return value
+
+
 def _is_secret(value: Any) -> bool:
     from pulumi.runtime import rpc
 
@@ -176,6 +193,22 @@ class _Collect(logging.Handler):
         self.records.append((record.levelno, record.getMessage()))
 
 
+def _cancel_leftovers() -> None:
+    """A run that failed inside an apply leaves tasks behind, pending or failed, which the
+    runtime keeps in its settings; dropped here, they cannot raise their error into the
+    next run's wait for its own outputs."""
+    import asyncio
+
+    loop = asyncio.get_event_loop()
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    with settings.SETTINGS.lock:
+        settings.SETTINGS.outputs.clear()   # failed ones too: the next run would await them
+
+
 def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[str, str]:
     with open(os.path.join(ROOT_DIR, "stacks", f"Pulumi.{stack}.yaml")) as f:
         raw = (yaml.safe_load(f) or {}).get("config", {})
@@ -189,16 +222,19 @@ def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> dict[st
 
 
 def run_program(stack: str, preview: bool = False, previous: dict[str, dict] | None = None,
-                config: dict[str, Any] | None = None, secret_keys: list[str] | None = None) -> Run:
+                config: dict[str, Any] | None = None, secret_keys: list[str] | None = None,
+                stacks: dict[str, dict] | None = None, name: str | None = None) -> Run:
+    """`stack`: whose stacks/Pulumi.<stack>.yaml config to run with (plus `config`);
+    `name`: the stack's name (default `stack`); `stacks`: other stacks' outputs."""
     settings.ROOT.set(None)
-    mocks = FleetMocks(previous)
+    mocks = FleetMocks(previous, stacks)
     monitor = RecordingMonitor(mocks)
     handler = _Collect()
     logger = logging.getLogger(f"modelplane-test-{stack}")
     logger.handlers = [handler]
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    pmocks.set_mocks(mocks, project=PROJECT, stack=stack, preview=preview, monitor=monitor, logger=logger)
+    pmocks.set_mocks(mocks, project=PROJECT, stack=name or stack, preview=preview, monitor=monitor, logger=logger)
     pulumi.runtime.set_all_config({f"{k}" if ":" in k else f"{PROJECT}:{k}": v
                                    for k, v in stack_config(stack, config).items()}, secret_keys or [])
     root = settings.get_root_resource()
@@ -209,4 +245,5 @@ def run_program(stack: str, preview: bool = False, previous: dict[str, dict] | N
         _sync_await(run_pulumi_func(lambda: program.update(runpy.run_path(MAIN, run_name="__main__"))))
     finally:
         os.chdir(cwd)
+        _cancel_leftovers()
     return Run(monitor.records, dict(root.outputs), mocks.state, handler.records, program)

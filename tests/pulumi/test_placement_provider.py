@@ -9,7 +9,8 @@ import pytest
 from pulumi.dynamic.dynamic import serialize_provider
 from pulumi.output import Unknown
 
-from providers.placement import PlacementProvider, normalize_numbers, replica_changes
+from modelplane.engine_json import digest
+from providers.placement import FLEET_DIGEST, PlacementProvider, normalize_numbers, replica_changes
 from tests.pulumi.fleets import documents, fleet_text
 from tests.pulumi.harness import ROOT_DIR
 
@@ -130,9 +131,20 @@ def test_bad_accounting_and_unreadable_previous_are_check_failures():
 
 def test_diff_reports_no_change_for_the_same_placement():
     state = check(inputs(fleet_text({"eu-west": 1}, {"chat": 1})))
-    diff = PlacementProvider().diff("id", as_engine_state(state), check(inputs(fleet_text({"eu-west": 1}, {"chat": 1})),
-                                                                        olds=as_engine_state(state)))
+    outs = as_engine_state(PlacementProvider().create(state).outs)   # diff's olds are the old outputs
+    diff = PlacementProvider().diff("id", outs, check(inputs(fleet_text({"eu-west": 1}, {"chat": 1})),
+                                                      olds=as_engine_state(state)))
     assert diff.changes is False and diff.replaces == []
+
+
+def test_diff_sees_a_fleet_change_that_moves_no_replica_through_the_digest():
+    state = check(inputs(fleet_text({"eu-west": 1}, {"chat": 1})))
+    outs = as_engine_state(PlacementProvider().create(state).outs)
+    grown = check(inputs(fleet_text({"eu-west": 2}, {"chat": 1})), olds=as_engine_state(state))
+    assert grown["placement"] == state["placement"]
+    assert PlacementProvider().diff("id", outs, grown).changes is True
+    # outputs written before the digest (the whole fleet, no digest) update once
+    assert PlacementProvider().diff("id", as_engine_state(state), state).changes is True
 
 
 def test_diff_reports_added_kept_removed_and_never_replaces():
@@ -151,12 +163,13 @@ def test_diff_with_unknown_placement_is_a_change():
     assert diff.changes is True
 
 
-def test_create_and_update_return_full_outputs():
+def test_create_and_update_return_every_output_but_a_second_copy_of_the_fleet():
     props = check(inputs(fleet_text({"eu-west": 1}, {"chat": 1})))
+    expected = {**{k: v for k, v in props.items() if k != "fleet"}, FLEET_DIGEST: digest(props["fleet"])}
     created = PlacementProvider().create(props)
-    assert created.outs == props and created.id
+    assert created.outs == expected and created.id
     updated = PlacementProvider().update("id", {"placement": None}, props)
-    assert updated.outs == props  # a partial dict would drop the placement from state
+    assert updated.outs == expected  # a partial dict would drop the placement from state
 
 
 def test_normalize_numbers_only_touches_integral_floats():

@@ -53,6 +53,24 @@ def test_json_round_trip() -> None:
     assert FleetPlacement.from_json(json.loads(text)).to_json() == fp.to_json()
 
 
+def test_unplaced_replicas_write_their_shared_reasons_once() -> None:
+    fp = plan(FLEET)
+    short = next(x for x in fp.to_json()["deployments"] if x["name"] == "short")
+    first, *rest = short["unplaced"]
+    assert rest, "the fleet should leave several replicas of `short` unplaced"
+    assert first["reasons"] and all("reasons" not in u and u["reasonsOf"] == first["index"] for u in rest)
+    back = FleetPlacement.from_json(json.loads(json.dumps(fp.to_json()))).find("default", "short")
+    assert back is not None and all(u.reasons == first["reasons"] for u in back.unplaced)
+
+
+def test_reasons_of_an_unknown_replica_is_a_format_error() -> None:
+    doc = plan(FLEET).to_json()
+    short = next(x for x in doc["deployments"] if x["name"] == "short")
+    short["unplaced"][1]["reasonsOf"] = 999
+    with pytest.raises(PlacementFormatError, match="reasonsOf"):
+        FleetPlacement.from_json(doc)
+
+
 def test_previous_without_members_puts_every_member_on_pool() -> None:
     doc = plan(FLEET).to_json()
     for d in doc["deployments"]:
