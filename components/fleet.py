@@ -286,20 +286,21 @@ class ModelplaneFleet(pulumi.ComponentResource):
                             gateways: Mapping[str, TraefikGateway]) -> pulumi.Output[dict[str, str]]:
         """Every workload gateway's URL, for the control-plane routes. Split: a cluster of
         another shard without a static address is read from that shard stack's outputs."""
-        if args.split is None or layout is None or args.render_dir:
+        split = args.split
+        if split is None or layout is None or args.render_dir:
             return self._gateway_urls(args, gateways, sorted(args.fleet.clusters))
         own = self._gateway_urls(args, gateways, sorted(gateways))
         static = {n: u for n, c in args.fleet.clusters.items() if n not in gateways
                   and (u := static_gateway_url(c)) is not None}
         shards = sorted({s for n in args.fleet.clusters if n not in gateways and n not in static
                          and (s := shard_of(layout.shards, n)) is not None})
-        others = [other_gateway_urls(args.split, shard, self) for shard in shards]
+        others = [other_gateway_urls(split, shard, self) for shard in shards]
 
         def merge(parts: list[Mapping[str, str]]) -> dict[str, str]:
             urls = _merge(static, *parts)
             missing = sorted(set(args.fleet.clusters) - set(urls))
             if missing:
-                stacks = ", ".join(sorted({shard_stack(args.split.fleet_stack, shard_of(layout.shards, n) or n)
+                stacks = ", ".join(sorted({shard_stack(split.fleet_stack, shard_of(layout.shards, n) or n)
                                            for n in missing}))
                 raise ResourceError(f"no gateway address yet for cluster(s) {', '.join(missing)}: their shard "
                                     f"stack(s) {stacks} must run before this one (`python -m modelplane up` "

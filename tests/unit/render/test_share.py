@@ -57,7 +57,7 @@ def test_each_share_plans_its_clusters_exactly_as_the_fleet_plan(size):
         layout = stack_layout(fl, "control", size)
         shares = fleet_shares(fl, placement, layout.shards, layout.control)
         planned = {}
-        for shard, share in shares.items():
+        for share in shares.values():
             text = json.dumps(_through_the_engine(share.to_json()))
             planned.update(plan_shard(fl, Share.from_json(json.loads(text))))
         assert planned == whole.clusters

@@ -5,12 +5,24 @@ import random
 
 import pytest
 
+from modelplane.api import load_manifest_text
 from modelplane.naming import child_name, replica_name
 from modelplane.scheduler import FleetPlacement, PlacementFormatError, place_fleet
 
-from .helpers import (H100, cluster, deployment, engine, gang, gpu_class, load, of, plan, pool,
-                      standalone, to_yaml, where)
-from modelplane.api import load_manifest_text
+from .helpers import (
+    H100,
+    cluster,
+    deployment,
+    engine,
+    gang,
+    gpu_class,
+    load,
+    of,
+    plan,
+    pool,
+    standalone,
+    to_yaml,
+)
 
 
 def test_child_name_matches_the_reference() -> None:
