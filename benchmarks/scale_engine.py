@@ -17,8 +17,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,8 +50,9 @@ def engine_env() -> dict[str, str]:
 @dataclass
 class Preview:
     label: str
-    resources: int
+    resources: int          # in every stack of the run
     run: TreeRun
+    stacks: int = 1
 
     @property
     def ms_per_resource(self) -> float:
@@ -97,6 +100,9 @@ class Workspace:
     def close(self) -> None:
         for path in self.config_files:
             path.unlink(missing_ok=True)
+            # shard stacks the split driver made next to a fleet stack (`<name>.<shard>`)
+            for shard in path.parent.glob(path.name.removesuffix(".yaml") + ".*.yaml"):
+                shard.unlink(missing_ok=True)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -143,6 +149,44 @@ def preview_objects(ws: Workspace, manifests: Path, *, timeout: float,
     return ws.preview("our objects, flat", FLOOR, stack, timeout=timeout, extra_env=extra_env)
 
 
+def preview_split(ws: Workspace, manifests: Path, *, shard_size: int, parallel: int, timeout: float) -> Preview:
+    """`python -m modelplane preview` of a split fleet: the fleet stack, then every shard
+    stack (`parallel` at once); resources summed over all stacks."""
+    config = render_stack_config(manifests, ws.root / "render-split", split={"role": "fleet", "shardSize": shard_size})
+    stack = ws.init(REPO, config, REPO / "stacks")
+    run = run_tree([sys.executable, "-m", "modelplane", "preview", "--stack", stack, "--parallel", str(parallel)],
+                   cwd=str(REPO), env={**ws.env, "PYTHONPATH": str(REPO)}, timeout=timeout)
+    if run.returncode != 0 and not run.timed_out:
+        raise RuntimeError(f"split preview failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    resources = sum(int(n) for n in re.findall(r"\(create (\d+)", run.stdout))
+    stacks = len(re.findall(r"^\[\d+/\d+\] ", run.stdout, flags=re.M))
+    label = f"ours, split: {stacks} stacks of {shard_size}, {parallel} at once"
+    return Preview(label, resources, run, stacks)
+
+
+def preview_floor_split(ws: Workspace, resources: int, *, stacks: int, parallel: int, timeout: float) -> Preview:
+    """The floor split the way ours is: `stacks` floor stacks sharing `resources`,
+    `parallel` previews at once (what splitting costs the engine itself)."""
+    names = [ws.init(FLOOR, {"modelplane-floor:resources": max(0, resources // stacks - 2),
+                             "modelplane-floor:renderDir": str(ws.root / f"render-floor-{i}")})
+             for i in range(stacks)]
+    argv = ["pulumi", "preview", "--non-interactive", "--color", "never", "--suppress-outputs", "--stack"]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        runs = list(pool.map(lambda name: run_tree([*argv, name], cwd=str(FLOOR), env={**ws.env, **SKIP_CHECKPOINTS},
+                                                   timeout=timeout), names))
+    wall = time.perf_counter() - start
+    cpu: dict[str, float] = {}
+    for r in runs:
+        for role, seconds in r.cpu.items():
+            cpu[role] = cpu.get(role, 0.0) + seconds
+    # previews ran `parallel` at a time: the peak is about the sum of the largest ones
+    peak = sum(sorted((r.peak_memory for r in runs), reverse=True)[:parallel])
+    total = TreeRun(argv, max(r.returncode for r in runs), wall, peak, cpu,
+                    {"stacks": len(runs)}, timed_out=any(r.timed_out for r in runs))
+    return Preview(f"floor, split: {stacks} stacks, {parallel} at once", sum(created(r.stdout) for r in runs), total)
+
+
 def summary(p: Preview) -> dict[str, Any]:
     return {"label": p.label, "resources": p.resources, "seconds": round(p.run.wall, 2),
             "ms_per_resource": round(p.ms_per_resource, 2), "peak_mib": p.run.peak_memory >> 20,
@@ -152,3 +196,63 @@ def summary(p: Preview) -> dict[str, Any]:
 
 def dumps(rows: list[dict[str, Any]]) -> str:
     return json.dumps(rows, indent=1)
+
+
+@dataclass
+class Applied:
+    label: str
+    run: TreeRun
+    states: dict[str, dict[str, Any]]      # stack -> `pulumi stack export`
+
+
+def export(ws: Workspace, project: Path, stack: str) -> dict[str, Any]:
+    out = subprocess.run(["pulumi", "stack", "export", "--stack", stack], cwd=project, env=ws.env,
+                         capture_output=True, text=True, check=True, timeout=600).stdout
+    return dict(json.loads(out))
+
+
+def up_ours(ws: Workspace, manifests: Path, *, timeout: float, skip_checkpoints: bool) -> Applied:
+    stack = ws.init(REPO, render_stack_config(manifests, ws.root / "render-up"), REPO / "stacks")
+    run = run_tree(["pulumi", "up", "--yes", "--skip-preview", "--stack", stack, "--non-interactive", "--color",
+                    "never", "--suppress-outputs", "--suppress-progress"], cwd=str(REPO),
+                   env={**ws.env, **(SKIP_CHECKPOINTS if skip_checkpoints else {})}, timeout=timeout)
+    if run.returncode != 0 and not run.timed_out:
+        raise RuntimeError(f"pulumi up failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    return Applied("ours, one stack", run, {stack: export(ws, REPO, stack)})
+
+
+def up_split(ws: Workspace, manifests: Path, *, shard_size: int, parallel: int, timeout: float,
+             skip_checkpoints: bool) -> Applied:
+    config = render_stack_config(manifests, ws.root / "render-split-up",
+                                 split={"role": "fleet", "shardSize": shard_size})
+    stack = ws.init(REPO, config, REPO / "stacks")
+    argv = [sys.executable, "-m", "modelplane", "up", "--stack", stack, "--parallel", str(parallel)]
+    run = run_tree([*argv, "--skip-checkpoints"] if skip_checkpoints else argv, cwd=str(REPO),
+                   env={**ws.env, "PYTHONPATH": str(REPO)}, timeout=timeout)
+    if run.returncode != 0 and not run.timed_out:
+        raise RuntimeError(f"split up failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
+    names = re.findall(r"^\[\d+/\d+\] (\S+): ok", run.stdout, flags=re.M)
+    return Applied(f"ours, split: {len(names)} stacks of {shard_size}, {parallel} at once", run,
+                   {name: export(ws, REPO, name) for name in names})
+
+
+def state_sizes(applied: Applied) -> dict[str, int]:
+    """Bytes of the stacks' state, in parts: the placement resource (its fleet, its
+    placement), the stack outputs, the Kubernetes objects, everything else."""
+    sizes = {"total": 0, "placement resource": 0, "  its fleet manifests": 0, "  its placement": 0,
+             "stack outputs": 0, "kubernetes objects": 0}
+    for state in applied.states.values():
+        resources = state.get("deployment", {}).get("resources") or []
+        sizes["total"] += len(json.dumps(state))
+        for r in resources:
+            size = len(json.dumps(r))
+            if r["type"] == "pulumi-python:dynamic/modelplane:FleetPlacement":
+                sizes["placement resource"] += size
+                for part in (r.get("inputs") or {}, r.get("outputs") or {}):
+                    sizes["  its fleet manifests"] += len(json.dumps(part.get("fleet"))) if "fleet" in part else 0
+                    sizes["  its placement"] += len(json.dumps(part.get("placement")))
+            elif r["type"] == "pulumi:pulumi:Stack":
+                sizes["stack outputs"] += len(json.dumps(r.get("outputs") or {}))
+            elif r["type"].startswith("kubernetes:") and not r["type"].startswith("pulumi:providers"):
+                sizes["kubernetes objects"] += size
+    return sizes

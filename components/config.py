@@ -28,6 +28,7 @@ GCP_KEYS = {"project": "project", "network": "network", "subnetwork": "subnetwor
             "systemMachineType": "system_machine_type"}
 CONTROL_KEYS = {"name": "name", "source": "source", "nodeImage": "node_image"}
 SPLIT_KEYS = {"role": "role", "shardSize": "shard_size", "fleetStack": "fleet_stack", "shard": "shard"}
+DRIVER_SPLIT_KEYS = {"fromConfig"}   # the driver's bookkeeping in a shard stack's split block
 # Set by `python -m modelplane preview` (modelplane/commands/stacks.py): where the fleet
 # stack writes every share of the placement it previews and shard stacks read theirs.
 SHARES_FILE_ENV = "MODELPLANE_SHARES_FILE"
@@ -94,7 +95,7 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
 
 def split_args(block: Mapping[str, Any]) -> SplitArgs:
     """The `split` config block; a clean error naming the key when it is malformed."""
-    unknown = sorted(set(block) - set(SPLIT_KEYS))
+    unknown = sorted(set(block) - set(SPLIT_KEYS) - DRIVER_SPLIT_KEYS)
     if unknown:
         raise pulumi.RunError(f"stack config split: unknown key(s) {', '.join(unknown)}; "
                               f"known: {', '.join(SPLIT_KEYS)}")

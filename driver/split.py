@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+import yaml
 from pulumi import automation as auto
 
 from components.config import SHARES_FILE_ENV
 from components.split import LAYOUT_OUTPUT, shard_stack
 from driver.processes import TrackedPulumiCommand
+from modelplane.engine_json import digest
 
 SPLIT_KEY = "modelplane:split"
 KUBECONFIGS_KEY = "modelplane:kubeconfigs"
@@ -75,6 +77,20 @@ class Layout:
         return [s for s in self.shards if s != self.control], [self.control]
 
 
+class _Workspace(auto.LocalWorkspace):
+    """The Automation API selects a stack (one more `pulumi` process) before every
+    operation, though each names its stack with --stack anyway: skipped for the stacks
+    the driver knows exist. With a hundred shard stacks that is a hundred CLI starts."""
+
+    def __init__(self, known: set[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.known = known
+
+    def select_stack(self, stack_name: str) -> None:
+        if stack_name not in self.known:
+            super().select_stack(stack_name)
+
+
 class SplitFleet:
     def __init__(self, project: Path, fleet_stack: str, *, parallel: int, out: TextIO,
                  verbose: bool = False, skip_checkpoints: bool = False) -> None:
@@ -85,24 +101,25 @@ class SplitFleet:
         self.verbose = verbose
         self.up_env = dict(PREVIEW_ENV) if skip_checkpoints else {}
         self.command = TrackedPulumiCommand()
+        self.known: set[str] = set()    # stacks that exist
 
     # ---------------------------------------------------------------- stacks and config
 
     def _workspace(self, env: Mapping[str, str] | None = None) -> auto.LocalWorkspace:
         secrets = "passphrase" if ("PULUMI_CONFIG_PASSPHRASE" in os.environ
                                    or "PULUMI_CONFIG_PASSPHRASE_FILE" in os.environ) else None
-        return auto.LocalWorkspace(work_dir=str(self.project), env_vars=dict(env or {}), secrets_provider=secrets,
-                                   pulumi_command=self.command)
+        return _Workspace(self.known, work_dir=str(self.project), env_vars=dict(env or {}),
+                          secrets_provider=secrets, pulumi_command=self.command)
 
     def _stack(self, name: str, env: Mapping[str, str] | None = None, *, create: bool = False) -> auto.Stack:
         workspace = self._workspace(env)
-        if create:
-            return auto.Stack.create_or_select(name, workspace)
         try:
-            return auto.Stack.select(name, workspace)
+            stack = (auto.Stack.create_or_select if create else auto.Stack.select)(name, workspace)
         except auto.errors.StackNotFoundError:
             raise DriverError(f"no stack {name}: create it (`pulumi stack init {name}`) with its config in "
                               f"stacks/Pulumi.{name}.yaml") from None
+        self.known.add(name)
+        return stack
 
     def _cli(self, args: list[str], stdin: str | None = None) -> str:
         return self.command.run(args, str(self.project), {}, stdin=stdin).stdout
@@ -122,10 +139,11 @@ class SplitFleet:
         return block
 
     def shard_config(self, fleet_config: Mapping[str, Any], shard: str, clusters: Sequence[str]) -> dict[str, Any]:
-        """The fleet stack's config for one shard: its `split` block names the shard, and
-        only its clusters' kubeconfigs travel."""
+        """The fleet stack's config for one shard: its `split` block names the shard and
+        the fleet config it was made from, and only its clusters' kubeconfigs travel."""
         block = dict(self.split_block(fleet_config) or {})
-        block.update(role="shard", fleetStack=self.fleet_stack, shard=shard)
+        block.update(role="shard", fleetStack=self.fleet_stack, shard=shard,
+                     fromConfig=self._config_digest(shard, clusters))
         config = {k: dict(v) for k, v in fleet_config.items() if k != SPLIT_KEY}
         config[SPLIT_KEY] = {"value": json.dumps(block, sort_keys=True), "objectValue": block, "secret": False}
         kubeconfigs = config.get(KUBECONFIGS_KEY)
@@ -134,6 +152,22 @@ class SplitFleet:
             mine = {c: v for c, v in every.items() if c in clusters}
             config[KUBECONFIGS_KEY] = {"value": json.dumps(mine, sort_keys=True), "secret": True}
         return config
+
+    def _config_file(self, stack: str) -> Path:
+        return self.project / "stacks" / f"Pulumi.{stack}.yaml"
+
+    def _config_digest(self, shard: str, clusters: Sequence[str]) -> str:
+        """The fleet stack's config file (secrets as ciphertext) and the shard: when a shard
+        stack's config was made from the same, it needs no sync (no `pulumi` calls)."""
+        return digest([self._config_file(self.fleet_stack).read_text(encoding="utf-8"), shard, list(clusters)])
+
+    def in_sync(self, stack: str, shard: str, clusters: Sequence[str]) -> bool:
+        try:
+            config = yaml.safe_load(self._config_file(stack).read_text(encoding="utf-8")) or {}
+            block = (config.get("config") or {}).get(SPLIT_KEY) or {}
+            return bool(block.get("fromConfig") == self._config_digest(shard, clusters))
+        except (OSError, yaml.YAMLError, AttributeError):
+            return False
 
     def sync(self, stack: str, desired: Mapping[str, Any]) -> None:
         """Make a stack's config `desired`: plain values through `config set-all --json`,
@@ -153,24 +187,33 @@ class SplitFleet:
     # ---------------------------------------------------------------- running stacks
 
     def _run(self, name: str, verb: str, env: Mapping[str, str] | None = None) -> Outcome:
-        start = time.perf_counter()
-        try:
-            stack = self._stack(name, env, create=verb != "destroy")
-            if verb == "preview":
-                preview = stack.preview(color="never", suppress_progress=True, suppress_outputs=True)
-                changes, text = preview.change_summary, preview.stdout
-            elif verb == "up":
-                up = stack.up(color="never", suppress_progress=True, suppress_outputs=True)
-                changes, text = up.summary.resource_changes or {}, up.stdout
-            else:
-                destroyed = stack.destroy(color="never", suppress_progress=True)
-                changes, text = destroyed.summary.resource_changes or {}, destroyed.stdout
-        except auto.errors.CommandError as exc:
-            return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=_tail(str(exc)))
-        except DriverError as exc:
-            return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=str(exc))
-        return Outcome(name, ok=True, seconds=time.perf_counter() - start,
-                       changes={str(k): int(v) for k, v in changes.items()}, text=text)
+        retried = False
+        while True:
+            start = time.perf_counter()
+            try:
+                stack = self._stack(name, env, create=verb != "destroy")
+                if verb == "preview":
+                    preview = stack.preview(color="never", suppress_progress=True, suppress_outputs=True)
+                    changes, text = preview.change_summary, preview.stdout
+                elif verb == "up":
+                    up = stack.up(color="never", suppress_progress=True, suppress_outputs=True)
+                    changes, text = up.summary.resource_changes or {}, up.stdout
+                else:
+                    destroyed = stack.destroy(color="never", suppress_progress=True)
+                    changes, text = destroyed.summary.resource_changes or {}, destroyed.stdout
+            except auto.errors.StackNotFoundError as exc:
+                if name in self.known and not retried and verb != "destroy":
+                    # its config file is there but the stack is not (another backend?): create it
+                    self.known.discard(name)
+                    retried = True
+                    continue
+                return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=_tail(str(exc)))
+            except auto.errors.CommandError as exc:
+                return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=_tail(str(exc)))
+            except DriverError as exc:
+                return Outcome(name, ok=False, seconds=time.perf_counter() - start, text=str(exc))
+            return Outcome(name, ok=True, seconds=time.perf_counter() - start,
+                           changes={str(k): int(v) for k, v in changes.items()}, text=text)
 
     def _report(self, outcome: Outcome, done: int, total: int) -> None:
         self.out.write(f"[{done}/{total}] {outcome.line()}\n")
@@ -207,6 +250,9 @@ class SplitFleet:
         first, last = layout.order()
         for shard in [*first, *last]:
             name = shard_stack(self.fleet_stack, shard)
+            if self.in_sync(name, shard, layout.shards[shard]):
+                self.known.add(name)   # made by an earlier run; an operation on it says if it is gone
+                continue
             self._stack(name, create=True)
             self.sync(name, self.shard_config(fleet_config, shard, layout.shards[shard]))
         return [shard_stack(self.fleet_stack, s) for s in first], [shard_stack(self.fleet_stack, s) for s in last]
