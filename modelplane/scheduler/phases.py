@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from modelplane.naming import replica_name
 
 from .explain import filter_reason, selector_reason
 from .ledger import Ledger, Trial, Usage
 from .matching import Matcher
-from .placement import EngineOptions, engine_options, place_replica, resolve_retained
+from .placement import EngineOptions, demand_key, engine_options, place_replica, resolve_retained
 from .shape import ClusterView, DeploymentShape
 from .taints import evicting_taint, repelling_taint
 from .types import DeploymentPlacement, EnginePlacement, PlacedReplica, Unplaced
@@ -27,6 +27,12 @@ class Context:
     _options: dict[tuple, list[EngineOptions]] = field(default_factory=dict)
     _open: dict[tuple, list[str]] = field(default_factory=dict)
     _filtered: dict[tuple, dict[str, str]] = field(default_factory=dict)
+    _demands: dict[tuple[DeploymentShape, object], tuple[object, ...]] = field(default_factory=dict)
+    # (cluster, demand) pairs a cluster refused during fill. Fill only ever charges the
+    # ledger, so a cluster that refused a demand refuses it for the rest of the pass:
+    # later deployments of the same shape skip it without trying (issue 15: most of a
+    # 1,000-cluster plan was such retries).
+    refused: set[tuple[str, tuple[object, ...]]] = field(default_factory=set)
 
     def filter_reasons(self, shape: DeploymentShape) -> dict[str, str]:
         """Why each cluster is filtered out before any pool is looked at (selector,
@@ -61,6 +67,13 @@ class Context:
         if hit is None:
             hit = self._options[key] = [engine_options(self.matcher, e, cluster)
                                         for e in shape.engines]
+        return hit
+
+    def demand(self, shape: DeploymentShape, cluster: ClusterView) -> tuple[object, ...]:
+        key = (shape, cluster.signature)
+        hit = self._demands.get(key)
+        if hit is None:
+            hit = self._demands[key] = demand_key(self.options(shape, cluster))
         return hit
 
     def candidates(self, shape: DeploymentShape) -> list[ClusterView]:
@@ -249,9 +262,14 @@ def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
     used: dict[str, set[int]] = {}
     for r in st.retained:
         used.setdefault(r.cluster, set()).add(r.index)
-    rejected: dict[str, str] = {}
+    rejected: dict[str, str | None] = {}
     while missing and heap:
         load, name = heap[0]
+        demand = (name, ctx.demand(shape, ctx.clusters[name]))
+        if demand in ctx.refused:
+            heapq.heappop(heap)
+            rejected[name] = None   # the reason, only if needed (below)
+            continue
         replica, why = reserve(ctx, shape, name, ledger, used.setdefault(name, set()))
         if replica is None:
             # Only the chosen cluster is ever charged while this deployment fills, so a
@@ -259,12 +277,20 @@ def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
             # replica too: drop it for the rest of this deployment.
             heapq.heappop(heap)
             rejected[name] = why or "rejected"
+            ctx.refused.add(demand)
             continue
         st.placed.append(replica)
         heapq.heapreplace(heap, (load + 1, name))
         missing -= 1
     if missing:
-        reasons = _reasons(ctx, shape, rejected)
+        why_not = {}
+        for name, why in rejected.items():
+            if why is None:
+                # A refused cluster is never charged by this deployment afterwards, so
+                # trying again on a throwaway trial gives the reason it had.
+                why = place_replica(ctx.options(shape, ctx.clusters[name]), name, Trial(ledger))[1]
+            why_not[name] = why or "rejected"
+        reasons = _reasons(ctx, shape, why_not)
         first = len(st.retained) + len(st.placed)
         st.unplaced = [Unplaced(first + i, reasons) for i in range(missing)]
 

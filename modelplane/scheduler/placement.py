@@ -85,6 +85,19 @@ def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) 
     return opts
 
 
+def demand_key(options: list[EngineOptions]) -> tuple[object, ...]:
+    """Everything about a replica's engines that decides whether a cluster's pools can
+    take it (what each pool would be charged, which pools may be spanned), nothing that
+    names the deployment: replicas of deployments with one shape share it."""
+    key: list[object] = []
+    for opts in options:
+        spans = tuple(tuple((p.name, *(tuple(member_usage(m, match)) if (match := opts.member_fits_pool(mi, p))
+                                       else None for mi, m in enumerate(opts.engine.members))) for p in group)
+                      for group in opts.groups)
+        key.append((opts.error, tuple((pool.name, tuple(usages)) for pool, usages in opts.hosts), spans))
+    return tuple(key)
+
+
 def _requests(opts: EngineOptions, member_pools: tuple[str, ...]) -> tuple[tuple[ResolvedRequest, ...], ...]:
     """What each member resolved on its pool: recorded in the placement for the renderers."""
     out = []
