@@ -151,11 +151,17 @@ def preview_objects(ws: Workspace, manifests: Path, *, timeout: float,
 
 def preview_split(ws: Workspace, manifests: Path, *, shard_size: int, parallel: int, timeout: float) -> Preview:
     """`python -m modelplane preview` of a split fleet: the fleet stack, then every shard
-    stack (`parallel` at once); resources summed over all stacks."""
+    stack (`parallel` at once); resources summed over all stacks. Timed on its second
+    run: the first creates the shard stacks and their config, like `stack init` for one
+    stack (which is not timed either)."""
     config = render_stack_config(manifests, ws.root / "render-split", split={"role": "fleet", "shardSize": shard_size})
     stack = ws.init(REPO, config, REPO / "stacks")
-    run = run_tree([sys.executable, "-m", "modelplane", "preview", "--stack", stack, "--parallel", str(parallel)],
-                   cwd=str(REPO), env={**ws.env, "PYTHONPATH": str(REPO)}, timeout=timeout)
+    argv = [sys.executable, "-m", "modelplane", "preview", "--stack", stack, "--parallel", str(parallel)]
+    env = {**ws.env, "PYTHONPATH": str(REPO)}
+    setup = run_tree(argv, cwd=str(REPO), env=env, timeout=timeout)
+    if setup.returncode != 0:
+        raise RuntimeError(f"split preview (setup) failed:\n{setup.stdout[-3000:]}\n{setup.stderr[-3000:]}")
+    run = run_tree(argv, cwd=str(REPO), env=env, timeout=timeout)
     if run.returncode != 0 and not run.timed_out:
         raise RuntimeError(f"split preview failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
     resources = sum(int(n) for n in re.findall(r"\(create (\d+)", run.stdout))
