@@ -84,7 +84,7 @@ def _row(p: scale_engine.Preview, fleet_resources: int, floor: scale_engine.Prev
             f"{p.run.wall / floor.run.wall:>8.2f}{p.run.peak_memory / MIB:>8.0f}  cpu s: {cpu}{late}")
 
 
-def section_preview(work: Path, sizes: list[int], checkpoints: list[str], timeout: float,
+def section_preview(work: Path, sizes: list[int], checkpoints: dict[int, list[str]], timeout: float,
                     split: list[tuple[int, int]], results: dict[str, Any]) -> None:
     env = scale_engine.engine_env()
     print("\n## pulumi preview, render stack: a fresh stack, everything to create")
@@ -93,7 +93,7 @@ def section_preview(work: Path, sizes: list[int], checkpoints: list[str], timeou
     print(f"  {'':<44}{'res':>7}{'seconds':>9}{'ms/res':>8}{'x floor':>8}{'PSS MiB':>8}")
     for clusters in sizes:
         fleet = fleet_dir(work, clusters)
-        for mode in checkpoints:
+        for mode in checkpoints[clusters]:
             extra = scale_engine.SKIP_CHECKPOINTS if mode == "skip" else {}
             print(f"{clusters} clusters, engine checkpoints: {'skipped' if extra else 'saved (the default)'}")
             with scale_engine.workspace(env) as ws:
@@ -165,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10,30", help="cluster counts for the engine sections (default 10,30)")
     ap.add_argument("--checkpoints", choices=["skip", "save", "both"], default="both",
                     help="engine checkpoints during previews: skipped, saved (the default engine), or both")
+    ap.add_argument("--save-sizes", default="10,30",
+                    help="with --checkpoints both: the sizes that also run with checkpoints saved (default 10,30; "
+                         "at 100 clusters that alone takes most of an hour)")
+    ap.add_argument("--up-sizes", help="cluster counts for the up section (default: --sizes)")
     ap.add_argument("--split", default="1x2,10x2",
                     help="split previews as SHARDSIZExPARALLEL, comma-separated (default 1x2,10x2; '' for none); "
                          "the driver always skips checkpoints in previews, so they run with --checkpoints skip")
@@ -183,12 +187,15 @@ def main(argv: list[str] | None = None) -> int:
     if "plan" in sections:
         section_plan(work, [int(s) for s in args.plan_sizes.split(",")], args.repeat, results)
     if "preview" in sections:
-        modes = ["save", "skip"] if args.checkpoints == "both" else [args.checkpoints]
+        sizes = [int(s) for s in args.sizes.split(",")]
+        save = {int(s) for s in args.save_sizes.split(",") if s}
+        modes = {n: (["save", "skip"] if n in save else ["skip"]) if args.checkpoints == "both" else [args.checkpoints]
+                 for n in sizes}
         split = [(int(a), int(b)) for a, b in (item.split("x") for item in args.split.split(",") if item)]
-        section_preview(work, [int(s) for s in args.sizes.split(",")], modes, args.timeout, split, results)
+        section_preview(work, sizes, modes, args.timeout, split, results)
     if "up" in sections:
         up_split = [(int(a), int(b)) for a, b in (item.split("x") for item in args.up_split.split(",") if item)]
-        section_up(work, [int(s) for s in args.sizes.split(",")], args.timeout, up_split,
+        section_up(work, [int(s) for s in (args.up_sizes or args.sizes).split(",")], args.timeout, up_split,
                    skip_checkpoints=args.up_checkpoints == "skip", results=results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
