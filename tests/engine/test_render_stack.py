@@ -84,8 +84,16 @@ def test_render_stack_writes_exactly_what_modelplane_render_writes(make_stack, t
     es = make_stack(REPO / "examples" / example)
     result = es.stack.up(color="never")
     assert result.summary.result == "succeeded", result.stdout
-    cli = _cli_render(REPO / "examples" / example, tmp_path / "cli")
-    stack = {c.name: _rendered(es.render_dir, c.name) for c in sorted(es.render_dir.iterdir()) if c.is_dir()}
+    assert_same_objects(written(es.render_dir), _cli_render(REPO / "examples" / example, tmp_path / "cli"))
+
+
+def written(render_dir: Path) -> dict[str, dict[tuple[str, str, str, str], dict]]:
+    """Every object the stack(s) wrote, per cluster directory."""
+    return {c.name: _rendered(render_dir, c.name) for c in sorted(render_dir.iterdir()) if c.is_dir()}
+
+
+def assert_same_objects(stack: dict[str, dict], cli: dict[str, dict]) -> None:
+    """The same cluster directories, the same objects in each, equal after YAML parsing."""
     assert sorted(stack) == sorted(cli), "the two write different cluster directories"
     for cluster in cli:
         only_stack = sorted(set(stack[cluster]) - set(cli[cluster]))

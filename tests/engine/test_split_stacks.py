@@ -5,33 +5,17 @@ stack plus its shard stacks write exactly what one stack writes, through the dri
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.engine.fleets import REPO, reference_placement, scaling_fleet
-from tests.engine.test_render_stack import _cli_render, _normalize, _rendered
+from tests.engine.test_render_stack import _cli_render, assert_same_objects, written
 
 pytestmark = pytest.mark.engine
 
 
 def _split(shard_size: int) -> dict:
     return {"modelplane:split": {"role": "fleet", "shardSize": shard_size}}
-
-
-def _written(render_dir: Path) -> dict[str, dict]:
-    return {c.name: _rendered(render_dir, c.name) for c in sorted(render_dir.iterdir()) if c.is_dir()}
-
-
-def _same(stack: dict[str, dict], cli: dict[str, dict]) -> None:
-    assert sorted(stack) == sorted(cli), "the two write different cluster directories"
-    for cluster in cli:
-        only_stack = sorted(set(stack[cluster]) - set(cli[cluster]))
-        only_cli = sorted(set(cli[cluster]) - set(stack[cluster]))
-        assert not only_stack and not only_cli, \
-            f"{cluster}: only the split stacks wrote {only_stack}; only render wrote {only_cli}"
-        for key, obj in cli[cluster].items():
-            assert _normalize(stack[cluster][key]) == _normalize(obj), f"{cluster}: {key} differs"
 
 
 @pytest.mark.parametrize(("example", "shard_size"), [("kind", 1), ("aws", 1), ("byo", 2), ("dynamo", 1)])
@@ -47,7 +31,7 @@ def test_split_stacks_write_exactly_what_one_stack_writes(make_stack, tmp_path, 
     assert layout["shards"], layout
     for shard in layout["shards"]:
         assert f"{es.name}.{shard}: ok" in run.stdout, run.stdout
-    _same(_written(es.render_dir), _cli_render(REPO / "examples" / example, tmp_path / "cli"))
+    assert_same_objects(written(es.render_dir), _cli_render(REPO / "examples" / example, tmp_path / "cli"))
     # the fleet stack holds the placement and no Kubernetes object
     fleet_types = {r["type"] for r in es.stack.export_stack().deployment["resources"]}
     assert "pulumi-python:dynamic/modelplane:FleetPlacement" in fleet_types
@@ -82,7 +66,7 @@ def test_split_scaling_keeps_replicas_and_moves_objects_between_shard_stacks(mak
             prev_file = tmp_path / f"previous-{replicas}.json"
             prev_file.write_text(json.dumps(previous.to_json()))
             extra = ["--previous", str(prev_file)]
-        _same(_written(es.render_dir), _cli_render(fleet_dir, tmp_path / f"cli-{replicas}", *extra))
+        assert_same_objects(written(es.render_dir), _cli_render(fleet_dir, tmp_path / f"cli-{replicas}", *extra))
         reference = reference_placement(fleet_dir, previous)
         deployments = es.stack.outputs()["deployments"].value
         assert sorted((r["cluster"], r["index"]) for r in deployments["ml-team/chat"]["replicas"]) == \

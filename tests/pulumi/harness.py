@@ -28,6 +28,8 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from tests.engine_values import through_the_engine
+
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAIN = os.path.join(ROOT_DIR, "__main__.py")
 PROJECT = "modelplane"
@@ -105,7 +107,8 @@ class FleetMocks(pmocks.Mocks):
         if args.typ == "pulumi:pulumi:StackReference":
             # what another stack exported, as the engine hands it over: numbers as floats
             name = args.resource_id or args.name
-            return name, {"name": name, "outputs": _floats(self.stacks.get(name, {})), "secretOutputNames": []}
+            outputs = through_the_engine(self.stacks.get(name, {}))
+            return name, {"name": name, "outputs": outputs, "secretOutputNames": []}
         state = dict(args.inputs)
         if args.typ.startswith(("aws:", "gcp:")):
             # Cloud names and ARNs are computed by the provider; give them values.
@@ -153,18 +156,6 @@ class RecordingMonitor(pmocks.MockMonitor):
             self.records.append(Registration(request.type, request.name, inputs, request.provider,
                                              request.parent, request.custom, response.urn, secret, aliases))
         return response
-
-
-def _floats(value: Any) -> Any:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return float(value)
-    if isinstance(value, dict):
-        return {k: _floats(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_floats(v) for v in value]
-    return value
 
 
 def _is_secret(value: Any) -> bool:

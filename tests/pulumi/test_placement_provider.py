@@ -11,6 +11,7 @@ from pulumi.output import Unknown
 
 from modelplane.engine_json import digest
 from providers.placement import FLEET_DIGEST, PlacementProvider, normalize_numbers, replica_changes
+from tests.engine_values import through_the_engine
 from tests.pulumi.fleets import documents, fleet_text
 from tests.pulumi.harness import ROOT_DIR
 
@@ -32,17 +33,7 @@ def where(state: dict) -> dict[str, list[tuple[str, int]]]:
 
 def as_engine_state(state: dict) -> dict:
     """What the engine hands back as olds: ints became floats in protobuf Structs."""
-    def floats(v):
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, int):
-            return float(v)
-        if isinstance(v, dict):
-            return {k: floats(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [floats(x) for x in v]
-        return v
-    return floats(state)
+    return through_the_engine(state)
 
 
 def test_check_without_olds_places_and_keeps_every_input():

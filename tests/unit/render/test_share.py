@@ -8,20 +8,10 @@ import pytest
 from modelplane.plan import PlanError, plan_fleet
 from modelplane.plan.share import Share, fleet_shares, plan_shard, shard_layout, stack_layout
 from modelplane.scheduler import place_fleet
+from tests.engine_values import through_the_engine
 
 from .fleets import full_fleet
 from .test_fleet import _placement
-
-
-def _through_the_engine(value):
-    """What a stack output looks like when another stack reads it: every number a float."""
-    if isinstance(value, bool) or not isinstance(value, (int, dict, list)):
-        return value
-    if isinstance(value, int):
-        return float(value)
-    if isinstance(value, dict):
-        return {k: _through_the_engine(v) for k, v in value.items()}
-    return [_through_the_engine(v) for v in value]
 
 
 @pytest.mark.parametrize(("size", "expected"), [
@@ -58,7 +48,7 @@ def test_each_share_plans_its_clusters_exactly_as_the_fleet_plan(size):
         shares = fleet_shares(fl, placement, layout.shards, layout.control)
         planned = {}
         for share in shares.values():
-            text = json.dumps(_through_the_engine(share.to_json()))
+            text = json.dumps(through_the_engine(share.to_json()))
             planned.update(plan_shard(fl, Share.from_json(json.loads(text))))
         assert planned == whole.clusters
         # every route reaches the control plane's shard, and only it
