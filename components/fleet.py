@@ -84,7 +84,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
     """The root component. Attributes (annotated in __init__: Pulumi reads class-level
     annotations as the types of props and outputs): `placement` (the placement resource;
     None in a shard stack), `plan` (Output[FleetPlan]), `clusters`, `control`,
-    `deployments`, `services`, `outputs`."""
+    `deployments` (in a shard stack filled once its share is known), `services`,
+    `outputs`."""
 
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         fleet, split = args.fleet, args.split
