@@ -129,29 +129,10 @@ class SplitFleet:
         return dict(json.loads(self._cli(["config", "--show-secrets", "--json", "--stack", stack]) or "{}"))
 
     def split_block(self, config: Mapping[str, Any]) -> dict[str, Any] | None:
-        entry = config.get(SPLIT_KEY)
-        if entry is None:
-            return None
-        block = entry.get("objectValue") or json.loads(entry.get("value") or "{}")
-        if not isinstance(block, dict) or block.get("role") != "fleet":
-            raise DriverError(f"stack {self.fleet_stack}: split.role must be fleet (the driver runs a fleet "
-                              "stack and creates its shard stacks)")
-        return block
+        return fleet_split_block(self.fleet_stack, config)
 
     def shard_config(self, fleet_config: Mapping[str, Any], shard: str, clusters: Sequence[str]) -> dict[str, Any]:
-        """The fleet stack's config for one shard: its `split` block names the shard and
-        the fleet config it was made from, and only its clusters' kubeconfigs travel."""
-        block = dict(self.split_block(fleet_config) or {})
-        block.update(role="shard", fleetStack=self.fleet_stack, shard=shard,
-                     fromConfig=self._config_digest(shard, clusters))
-        config = {k: dict(v) for k, v in fleet_config.items() if k != SPLIT_KEY}
-        config[SPLIT_KEY] = {"value": json.dumps(block, sort_keys=True), "objectValue": block, "secret": False}
-        kubeconfigs = config.get(KUBECONFIGS_KEY)
-        if kubeconfigs is not None:
-            every = kubeconfigs.get("objectValue") or json.loads(kubeconfigs.get("value") or "{}")
-            mine = {c: v for c, v in every.items() if c in clusters}
-            config[KUBECONFIGS_KEY] = {"value": json.dumps(mine, sort_keys=True), "secret": True}
-        return config
+        return shard_config(self.fleet_stack, fleet_config, shard, clusters, self._config_digest(shard, clusters))
 
     def _config_file(self, stack: str) -> Path:
         return self.project / "stacks" / f"Pulumi.{stack}.yaml"
@@ -305,6 +286,35 @@ class SplitFleet:
             for name in [n for group in stacks for n in group]:
                 self._workspace().remove_stack(name)
         return ok
+
+
+def fleet_split_block(fleet_stack: str, config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The fleet stack's `split` block from `pulumi config --json`; None: a one-stack fleet."""
+    entry = config.get(SPLIT_KEY)
+    if entry is None:
+        return None
+    block = entry.get("objectValue") or json.loads(entry.get("value") or "{}")
+    if not isinstance(block, dict) or block.get("role") != "fleet":
+        raise DriverError(f"stack {fleet_stack}: split.role must be fleet (the driver runs a fleet "
+                          "stack and creates its shard stacks)")
+    return block
+
+
+def shard_config(fleet_stack: str, fleet_config: Mapping[str, Any], shard: str, clusters: Sequence[str],
+                 from_config: str) -> dict[str, Any]:
+    """The fleet stack's config (`pulumi config --json` entries) for one shard: its `split`
+    block names the shard and the fleet config it was made from (`from_config`), and only
+    its clusters' kubeconfigs travel."""
+    block = dict(fleet_split_block(fleet_stack, fleet_config) or {})
+    block.update(role="shard", fleetStack=fleet_stack, shard=shard, fromConfig=from_config)
+    config = {k: dict(v) for k, v in fleet_config.items() if k != SPLIT_KEY}
+    config[SPLIT_KEY] = {"value": json.dumps(block, sort_keys=True), "objectValue": block, "secret": False}
+    kubeconfigs = config.get(KUBECONFIGS_KEY)
+    if kubeconfigs is not None:
+        every = kubeconfigs.get("objectValue") or json.loads(kubeconfigs.get("value") or "{}")
+        mine = {c: v for c, v in every.items() if c in clusters}
+        config[KUBECONFIGS_KEY] = {"value": json.dumps(mine, sort_keys=True), "secret": True}
+    return config
 
 
 def _comparable(entry: Any) -> Any:
