@@ -224,7 +224,7 @@ def up_ours(ws: Workspace, manifests: Path, *, timeout: float, skip_checkpoints:
                    env={**ws.env, **(SKIP_CHECKPOINTS if skip_checkpoints else {})}, timeout=timeout)
     if run.returncode != 0 and not run.timed_out:
         raise RuntimeError(f"pulumi up failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
-    return Applied("ours, one stack", run, {stack: export(ws, REPO, stack)})
+    return Applied("ours, one stack", run, {} if run.timed_out else {stack: export(ws, REPO, stack)})
 
 
 def up_split(ws: Workspace, manifests: Path, *, shard_size: int, parallel: int, timeout: float,
@@ -239,7 +239,7 @@ def up_split(ws: Workspace, manifests: Path, *, shard_size: int, parallel: int, 
         raise RuntimeError(f"split up failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
     names = re.findall(r"^\[\d+/\d+\] (\S+): ok", run.stdout, flags=re.M)
     return Applied(f"ours, split: {len(names)} stacks of {shard_size}, {parallel} at once", run,
-                   {name: export(ws, REPO, name) for name in names})
+                   {} if run.timed_out else {name: export(ws, REPO, name) for name in names})
 
 
 def state_sizes(applied: Applied) -> dict[str, int]:
