@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --checkpoints both: the sizes that also run with checkpoints saved (default 10,30; "
                          "at 100 clusters that alone takes most of an hour)")
     ap.add_argument("--up-sizes", help="cluster counts for the up section (default: --sizes)")
+    ap.add_argument("--up-timeout", type=float, help="seconds per up (default: --timeout)")
     ap.add_argument("--split", default="1x2,10x2",
                     help="split previews as SHARDSIZExPARALLEL, comma-separated (default 1x2,10x2; '' for none); "
                          "the driver always skips checkpoints in previews, so they run with --checkpoints skip")
@@ -200,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         section_preview(work, sizes, modes, args.timeout, split, results)
     if "up" in sections:
         up_split = [(int(a), int(b)) for a, b in (item.split("x") for item in args.up_split.split(",") if item)]
-        section_up(work, [int(s) for s in (args.up_sizes or args.sizes).split(",")], args.timeout, up_split,
+        section_up(work, [int(s) for s in (args.up_sizes or args.sizes).split(",")], args.up_timeout or args.timeout,
+                   up_split,
                    skip_checkpoints=args.up_checkpoints == "skip", results=results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
