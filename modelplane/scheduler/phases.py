@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections import Counter
 from collections.abc import Mapping
@@ -258,16 +259,16 @@ def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
     missing = shape.desired - len(st.retained)
     if missing <= 0:
         return
-    heap = score(filter_clusters(ctx, shape), st.retained)
+    queue = SpreadQueue(filter_clusters(ctx, shape), st.retained)
     used: dict[str, set[int]] = {}
     for r in st.retained:
         used.setdefault(r.cluster, set()).add(r.index)
     rejected: dict[str, str | None] = {}
-    while missing and heap:
-        load, name = heap[0]
+    while missing and (best := queue.best()) is not None:
+        name = best[1]
         demand = (name, ctx.demand(shape, ctx.clusters[name]))
         if demand in ctx.refused:
-            heapq.heappop(heap)
+            queue.drop(best)
             rejected[name] = None   # the reason, only if needed (below)
             continue
         replica, why = reserve(ctx, shape, name, ledger, used.setdefault(name, set()))
@@ -275,12 +276,12 @@ def fill(ctx: Context, st: DeploymentState, ledger: Ledger) -> None:
             # Only the chosen cluster is ever charged while this deployment fills, so a
             # refusing cluster's pools stay as they are and it would refuse every later
             # replica too: drop it for the rest of this deployment.
-            heapq.heappop(heap)
+            queue.drop(best)
             rejected[name] = why or "rejected"
             ctx.refused.add(demand)
             continue
         st.placed.append(replica)
-        heapq.heapreplace(heap, (load + 1, name))
+        queue.took(best)
         missing -= 1
     if missing:
         why_not = {}
@@ -300,16 +301,51 @@ def filter_clusters(ctx: Context, shape: DeploymentShape) -> list[str]:
     return ctx.open_clusters(shape)
 
 
-def score(names: list[str], retained: list[PlacedReplica]) -> list[tuple[int, str]]:
-    """A heap keyed (replicas of this deployment on the cluster, cluster name): spread
-    before pack, alphabetical tie-break."""
-    load = Counter(r.cluster for r in retained)
-    if not load:
-        # names are sorted and every load is 0: already a heap
-        return [(0, name) for name in names]
-    heap = [(load[name], name) for name in names]
-    heapq.heapify(heap)
-    return heap
+class SpreadQueue:
+    """The clusters a deployment may take a replica on, best first: fewest replicas of
+    this deployment, then name (spread before pack, alphabetical tie-break). Clusters
+    without one all weigh 0 and come in name order straight from the sorted candidate
+    list, so only clusters holding replicas sit in a heap: a deployment's fill costs its
+    replicas, not a heap entry per candidate cluster (a million at 1,000 clusters and
+    1,000 deployments)."""
+
+    def __init__(self, names: list[str], retained: list[PlacedReplica]) -> None:
+        self._names = names                       # sorted (Context.open_clusters)
+        self._next = 0
+        load = Counter(r.cluster for r in retained if _contains(names, r.cluster))
+        self._loaded = set(load)
+        self._heap = [(n, name) for name, n in load.items()]
+        heapq.heapify(self._heap)
+
+    def best(self) -> tuple[int, str] | None:
+        while self._next < len(self._names) and self._names[self._next] in self._loaded:
+            self._next += 1
+        fresh = (0, self._names[self._next]) if self._next < len(self._names) else None
+        if fresh is not None and (not self._heap or fresh < self._heap[0]):
+            return fresh
+        return self._heap[0] if self._heap else None
+
+    def drop(self, best: tuple[int, str]) -> None:
+        """The cluster takes no more replicas of this deployment."""
+        if best[0] == 0:
+            self._next += 1
+        else:
+            heapq.heappop(self._heap)
+
+    def took(self, best: tuple[int, str]) -> None:
+        """The cluster took one more replica."""
+        load, name = best
+        if load == 0:
+            self._next += 1
+            self._loaded.add(name)
+            heapq.heappush(self._heap, (1, name))
+        else:
+            heapq.heapreplace(self._heap, (load + 1, name))
+
+
+def _contains(sorted_names: list[str], name: str) -> bool:
+    i = bisect.bisect_left(sorted_names, name)
+    return i < len(sorted_names) and sorted_names[i] == name
 
 
 def reserve(ctx: Context, shape: DeploymentShape, name: str, ledger: Ledger,
