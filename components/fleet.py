@@ -69,6 +69,7 @@ CONTROL_HOST_PORT = 8080  # Kind: the control-plane gateway on http://localhost:
 # The components below were stack children before this root existed; the alias keeps
 # their URNs (and, through them, their children's), so existing stacks replace nothing.
 WAS_TOP_LEVEL = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
+LARGE_OUTPUTS = ("placement", SHARES_OUTPUT)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,9 @@ class ModelplaneFleet(pulumi.ComponentResource):
             self.plan.apply(functools.partial(_report_secrets, args, here, control if hosts_control else None))
         if hosts_control:
             self._register_control(args, control, layout, gateways, top)
-        self.register_outputs(self.outputs)
+        # The stack exports every output (__main__.py); the component's own state keeps the
+        # small ones, not a second copy of the placement or the shares (issue 15 item 6).
+        self.register_outputs({k: v for k, v in self.outputs.items() if k not in LARGE_OUTPUTS})
 
     @staticmethod
     def _here(args: FleetArgs, layout: StackLayout | None) -> list[str]:
