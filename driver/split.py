@@ -36,6 +36,8 @@ from components.config import SHARES_FILE_ENV
 from components.split import LAYOUT_OUTPUT, shard_stack
 from driver.processes import TrackedPulumiCommand
 from modelplane.engine_json import digest
+from modelplane.plan import PlanError
+from modelplane.plan.share import StackLayout
 
 SPLIT_KEY = "modelplane:split"
 KUBECONFIGS_KEY = "modelplane:kubeconfigs"
@@ -61,20 +63,11 @@ class Outcome:
         return f"{self.stack}: {'ok' if self.ok else 'FAILED'} in {self.seconds:.1f} s ({changes})"
 
 
-@dataclass(frozen=True)
-class Layout:
-    shards: Mapping[str, tuple[str, ...]]
-    control: str
-
-    @classmethod
-    def from_json(cls, data: Any) -> Layout:
-        if not isinstance(data, Mapping) or not isinstance(data.get("shards"), Mapping):
-            raise DriverError("the fleet stack has no layout output: is it a fleet stack (split.role: fleet)?")
-        return cls({str(s): tuple(c) for s, c in data["shards"].items()}, str(data["control"]))
-
-    def order(self) -> tuple[list[str], list[str]]:
-        """(shards that run first, in parallel; then the control-plane gateway's shard)."""
-        return [s for s in self.shards if s != self.control], [self.control]
+def layout_of(data: Any) -> StackLayout:
+    try:
+        return StackLayout.from_json(data)
+    except PlanError as exc:
+        raise DriverError(f"the fleet stack's layout output: {exc}") from None
 
 
 class _Workspace(auto.LocalWorkspace):
@@ -227,7 +220,7 @@ class SplitFleet:
             pool.shutdown(wait=True)
         return outcomes
 
-    def _shards(self, layout: Layout, fleet_config: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    def _shards(self, layout: StackLayout, fleet_config: Mapping[str, Any]) -> tuple[list[str], list[str]]:
         first, last = layout.order()
         for shard in [*first, *last]:
             name = shard_stack(self.fleet_stack, shard)
@@ -249,7 +242,7 @@ class SplitFleet:
         fleet = self._run_all([[self.fleet_stack]], "up", self.up_env)
         if not fleet[-1].ok or self.split_block(fleet_config) is None:
             return fleet[-1].ok
-        layout = Layout.from_json(self._stack(self.fleet_stack).outputs()[LAYOUT_OUTPUT].value)
+        layout = layout_of(self._stack(self.fleet_stack).outputs()[LAYOUT_OUTPUT].value)
         first, last = self._shards(layout, fleet_config)
         return all(o.ok for o in self._run_all([first, last], "up", self.up_env))
 
@@ -266,7 +259,7 @@ class SplitFleet:
             self.out.write(_diagnostics(fleet[-1].text))
             try:
                 with open(shares_file, encoding="utf-8") as fh:
-                    layout = Layout.from_json(json.load(fh).get(LAYOUT_OUTPUT))
+                    layout = layout_of(json.load(fh).get(LAYOUT_OUTPUT))
             except OSError:
                 raise DriverError("the fleet stack's preview wrote no shares: its placement was not known "
                                   "(an input unknown at preview time?)") from None
@@ -277,7 +270,7 @@ class SplitFleet:
         outputs = self._stack(self.fleet_stack).outputs()
         stacks: list[list[str]] = []
         if LAYOUT_OUTPUT in outputs:
-            first, last = Layout.from_json(outputs[LAYOUT_OUTPUT].value).order()
+            first, last = layout_of(outputs[LAYOUT_OUTPUT].value).order()
             stacks = [[shard_stack(self.fleet_stack, s) for s in last],
                       [shard_stack(self.fleet_stack, s) for s in first]]
         outcomes = self._run_all([*stacks, [self.fleet_stack]], "destroy")

@@ -163,6 +163,17 @@ class StackLayout:
     def to_json(self) -> dict[str, Any]:
         return {"shards": {s: list(c) for s, c in self.shards.items()}, "control": self.control}
 
+    @classmethod
+    def from_json(cls, data: Any) -> StackLayout:
+        """The fleet stack's `layout` output; PlanError when it is not one."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("shards"), Mapping) or "control" not in data:
+            raise PlanError("not a fleet stack's layout (is split.role fleet?)")
+        return cls({str(s): tuple(str(c) for c in names) for s, names in data["shards"].items()}, str(data["control"]))
+
+    def order(self) -> tuple[list[str], list[str]]:
+        """(the shards that run first, in parallel; then the control-plane gateway's)."""
+        return [s for s in self.shards if s != self.control], [self.control]
+
 
 def stack_layout(fleet: Fleet, control_cluster: str, size: int) -> StackLayout:
     shards = shard_layout(list(fleet.clusters), size)

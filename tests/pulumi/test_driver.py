@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from driver.split import DriverError, Layout, fleet_split_block, shard_config
+from driver.split import DriverError, fleet_split_block, layout_of, shard_config
 
 FLEET_CONFIG = {
     "modelplane:manifests": {"value": "examples/byo", "secret": False},
@@ -37,7 +37,7 @@ def test_only_a_fleet_stack_is_driven_as_split():
 
 
 def test_the_control_shard_runs_after_every_other_shard():
-    layout = Layout.from_json({"shards": {"a": ["a"], "control": [], "b": ["b"]}, "control": "control"})
+    layout = layout_of({"shards": {"a": ["a"], "control": [], "b": ["b"]}, "control": "control"})
     assert layout.order() == (["a", "b"], ["control"])
-    with pytest.raises(DriverError, match="no layout output"):
-        Layout.from_json(None)
+    with pytest.raises(DriverError, match="is split.role fleet"):
+        layout_of(None)
