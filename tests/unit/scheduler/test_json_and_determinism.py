@@ -127,3 +127,16 @@ def test_replanning_from_its_own_output_is_a_fixed_point() -> None:
 def test_unknown_accounting_mode_is_an_error() -> None:
     with pytest.raises(ValueError):
         place_fleet(load(FLEET), accounting="GPU")
+
+
+def test_placing_leaves_the_garbage_collector_as_it_found_it() -> None:
+    import gc
+
+    was = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            plan(FLEET)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if was else gc.disable)()
