@@ -10,6 +10,8 @@ import pulumi
 
 from modelplane.api import Fleet
 from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
+from modelplane.clouds.aws import SYSTEM_INSTANCE_TYPE
+from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
 from modelplane.plan import DEFAULT_CONTROL_PLANE
 from modelplane.scheduler import DEFAULT_ACCOUNTING
 
@@ -39,7 +41,7 @@ class AwsArgs:
     vpc_cidr: str = "10.0.0.0/16"
     cluster_role_arn: str | None = None
     node_role_arn: str | None = None
-    system_instance_type: str = "m6i.xlarge"
+    system_instance_type: str = SYSTEM_INSTANCE_TYPE
 
 
 @dataclass(kw_only=True)
@@ -50,7 +52,7 @@ class GcpArgs:
     # e.g. projects/<p>/global/networkProfiles/<zone>-vpc-roce: RDMA NICs for fabric pools
     rdma_network_profile: str | None = None
     rdma_nics: int = 8
-    system_machine_type: str = "e2-standard-4"
+    system_machine_type: str = SYSTEM_MACHINE_TYPE
 
 
 @dataclass(kw_only=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from modelplane.api import load_manifest_text, load_manifests
+from modelplane.clouds.nodes import SYSTEM_POOL_LABELS, provisioned_node_labels
 from modelplane.nodes import GPU_TAINT, cluster_nodes, device_classes, published_devices, resource_slices
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,31 +57,79 @@ def test_kind_workers_carry_only_the_pool_label_and_no_taint() -> None:
 
 def test_eks_nodes_carry_the_managed_node_group_labels_and_the_gpu_taint() -> None:
     fleet = load_manifests(REPO / "examples" / "aws")
-    nodes = cluster_nodes(fleet, fleet.clusters["aws-us-east"])
-    assert len(nodes) == 2  # nodeCount
-    labels = only_labels(nodes[0].labels)
+    cluster = fleet.clusters["aws-us-east"]
+    nodes = cluster_nodes(fleet, cluster)
+    gpu = [n for n in nodes if n.pool]
+    assert len(gpu) == 2  # nodeCount
+    labels = only_labels(gpu[0].labels)
     assert labels.pop("eks.amazonaws.com/nodegroup-image").startswith("ami-")
     assert labels == {
         "eks.amazonaws.com/nodegroup": "aws-us-east-h100-efa", "eks.amazonaws.com/capacityType": "ON_DEMAND",
         "node.kubernetes.io/instance-type": "p5.48xlarge", "topology.kubernetes.io/region": "us-east-1",
-        "topology.kubernetes.io/zone": "us-east-1a", POOL: "h100-efa"}
-    assert nodes[0].name.startswith("ip-10-") and nodes[0].name.endswith(".us-east-1.compute.internal")
-    assert nodes[0].taints == [GPU_TAINT] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    assert nodes[0].allocatable == {"cpu": "192", "memory": "2048Gi", "pods": "110"}
-    # declared nodeCount, not maxNodeCount
-    assert len(cluster_nodes(fleet, fleet.clusters["aws-us-west"])) == 1
+        "topology.kubernetes.io/zone": "us-east-1a", POOL: "h100-efa", "nvidia.com/gpu.present": "true"}
+    # what our node group sets, from its one home
+    assert provisioned_node_labels(fleet, cluster, cluster.gpu_pools[0]).items() <= gpu[0].labels.items()
+    assert gpu[0].name.startswith("ip-10-") and gpu[0].name.endswith(".us-east-1.compute.internal")
+    assert gpu[0].taints == [GPU_TAINT] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    # p5.48xlarge; its EFA pool's 32 interfaces, as the EFA device plugin advertises them
+    assert gpu[0].allocatable == {"cpu": "192", "memory": "2048Gi", "pods": "110", "vpc.amazonaws.com/efa": "32"}
+    west = load_manifests(REPO / "examples" / "aws").clusters["aws-us-west"]
+    assert "vpc.amazonaws.com/efa" not in cluster_nodes(fleet, west)[0].allocatable  # no EFA fabric there
+    # declared nodeCount, not maxNodeCount (+ the system node)
+    assert len(cluster_nodes(fleet, fleet.clusters["aws-us-west"])) == 2
 
 
-def test_gke_nodes_carry_the_node_pool_and_accelerator_labels() -> None:
+def test_gke_nodes_carry_the_node_pool_accelerator_and_dra_labels() -> None:
     fleet = load_manifests(REPO / "examples" / "gcp")
-    nodes = cluster_nodes(fleet, fleet.clusters["gcp-us-central"])
+    nodes = [n for n in cluster_nodes(fleet, fleet.clusters["gcp-us-central"]) if n.pool]
     assert len(nodes) == 2
     assert only_labels(nodes[1].labels) == {
         "cloud.google.com/gke-nodepool": "h200", "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
         "cloud.google.com/gke-accelerator-count": "8", "node.kubernetes.io/instance-type": "a3-ultragpu-8g",
-        "topology.kubernetes.io/region": "us-central1", "topology.kubernetes.io/zone": "us-central1-b", POOL: "h200"}
+        "topology.kubernetes.io/region": "us-central1", "topology.kubernetes.io/zone": "us-central1-b", POOL: "h200",
+        "nvidia.com/gpu.present": "true", "gke-no-default-nvidia-gpu-device-plugin": "true"}
     assert nodes[0].name.startswith("gke-gcp-us-central-h200-")
     assert nodes[0].taints == [GPU_TAINT]
+
+
+@pytest.mark.parametrize(("example", "cluster", "own"), [
+    pytest.param("aws", "aws-us-east", {"eks.amazonaws.com/nodegroup": "aws-us-east-system",
+                                        "eks.amazonaws.com/capacityType": "ON_DEMAND",
+                                        "node.kubernetes.io/instance-type": "m6i.xlarge",
+                                        "topology.kubernetes.io/region": "us-east-1",
+                                        "topology.kubernetes.io/zone": "us-east-1a"}, id="EKS system node group"),
+    pytest.param("gcp", "gcp-us-central", {"cloud.google.com/gke-nodepool": "system",
+                                           "node.kubernetes.io/instance-type": "e2-standard-4",
+                                           "topology.kubernetes.io/region": "us-central1",
+                                           "topology.kubernetes.io/zone": "us-central1-b"}, id="GKE system pool"),
+])
+def test_provisioned_clusters_have_one_untainted_system_node(example: str, cluster: str, own: dict[str, str]) -> None:
+    """Our EKS and GKE clusters get a system pool besides the GPU pools (components/sources); the
+    gateways run there, since every GPU node is tainted."""
+    fleet = load_manifests(REPO / "examples" / example)
+    (system,) = [n for n in cluster_nodes(fleet, fleet.clusters[cluster]) if not n.pool]
+    labels = only_labels(system.labels)
+    labels.pop("eks.amazonaws.com/nodegroup-image", None)
+    assert labels == {**own, **SYSTEM_POOL_LABELS} and SYSTEM_POOL_LABELS == {"modelplane.ai/role": "system"}
+    assert system.taints == []
+    assert system.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    assert [s for s in resource_slices(fleet, fleet.clusters[cluster], [system])] == []
+
+
+def test_kind_and_existing_clusters_have_no_system_node() -> None:
+    fleet = load_manifests(REPO / "examples" / "kind")
+    assert all(n.pool for n in cluster_nodes(fleet, fleet.clusters["eu-west"]))
+    byo = load_manifest_text(existing(""))
+    assert all(n.pool for n in cluster_nodes(byo, byo.clusters["byo"]))
+
+
+def test_a_kind_cluster_without_workers_schedules_on_its_control_plane() -> None:
+    """The kind stack's control cluster: one node, kind's `<name>-control-plane`, untainted."""
+    fleet = load_manifest_text("apiVersion: modelplane.ai/v1alpha1\nkind: InferenceCluster\n"
+                               "metadata: {name: control}\nspec: {cluster: {source: Kind, kind: {}}}\n")
+    (node,) = cluster_nodes(fleet, fleet.clusters["control"])
+    assert node.name == "control-control-plane" and node.pool == "" and node.taints == []
+    assert only_labels(node.labels) == {"node-role.kubernetes.io/control-plane": ""}
 
 
 @pytest.mark.parametrize(("pool_label", "want"), [
