@@ -23,6 +23,7 @@ from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikG
 from components.k8s import RenderedObject, object_name, resource_name
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
+from components.sim import sim_options
 from modelplane.gateway.config import egress_config
 from modelplane.plan import (
     ClusterFoundation,
@@ -56,7 +57,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         fleet = args.fleet
-        super().__init__(TYPE, name, {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}, opts)
+        super().__init__(TYPE, name, {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""},
+                         sim_options(args.sim, opts))
         top = pulumi.ResourceOptions(parent=self, aliases=WAS_TOP_LEVEL)
         # GitOps output never holds a secret: Secrets are referenced and the user creates them.
         egress: EgressMode = "reference" if args.render_dir else "secret"
@@ -153,7 +155,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
         return self.plan.apply(register)
 
     def _gateway_urls(self, args: FleetArgs, gateways: Mapping[str, TraefikGateway]) -> pulumi.Output[dict[str, str]]:
-        if args.render_dir:
+        if args.render_dir or args.sim:
+            # Also the sim's: its LoadBalancer Services never get an address (components/sim.py).
             return pulumi.Output.from_input(gitops_gateway_urls(args.fleet)[0])
         urls: dict[str, pulumi.Input[str]] = {}
         for name, spec in args.fleet.clusters.items():
@@ -221,8 +224,8 @@ def _report(fp: FleetPlan, args: FleetArgs) -> None:
 
 
 def _control_address(args: FleetArgs, control: ControlPlan, gateway: TraefikGateway) -> pulumi.Input[str]:
-    if args.render_dir:
-        # GitOps: nothing is deployed by this program, so give the in-cluster address.
+    if args.render_dir or args.sim:
+        # GitOps: nothing is deployed by this program; the sim: no Service gets an address.
         return in_cluster_url(control.name)
     if control.kind:
         return f"http://localhost:{CONTROL_HOST_PORT}"

@@ -1,0 +1,146 @@
+"""Fleets the sim stack tests write to temp dirs (besides examples/kind and examples/canary)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+H100 = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {{name: {name}}}
+spec:
+  description: p5.48xlarge, 8 x H100 80GB; the driver publishes 81559Mi each.
+  provisioning:
+    provider: EKS
+    eks: {{instanceType: p5.48xlarge, accelerator: {{type: nvidia-h100-80gb, count: 8}}}}
+  devices:
+  - name: gpu
+    driver: gpu.nvidia.com
+    deviceClassName: gpu.nvidia.com
+    count: 8
+    attributes: {{productName: {{string: NVIDIA H100 80GB HBM3}}}}
+    capacity: {{memory: {{value: {memory}}}}}
+"""
+
+EKS_CLUSTER = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata:
+  name: {name}
+  labels: {{modelplane.ai/region: {name}}}
+spec:
+  cluster: {{source: EKS, eks: {{region: us-east-1}}}}
+  nodePools:
+  - {{name: h100, className: {cls}, nodeCount: {nodes}, zones: [us-east-1a]{fabric}}}
+---
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceGateway
+metadata: {{name: default}}
+spec: {{backend: Traefik, traefik: {{version: 41.3.0}}, clusterName: {name}}}
+"""
+
+ENGINE = "vllm/vllm-openai:v0.26.0"
+
+
+def _member(role: str, gpus: int, selector: str, extra: str = "") -> str:
+    return f"""\
+        - role: {role}{extra}
+          nodeSelector:
+            devices:
+            - name: gpu
+              count: {gpus}
+              selectors: [{{cel: '{selector}'}}]
+          template:
+            spec:
+              containers: [{{name: engine, image: "{ENGINE}"}}]
+"""
+
+
+def _deployment(name: str, replicas: int, engine: str, members: str, copies: int = 1) -> str:
+    return f"""\
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelDeployment
+metadata: {{name: {name}, namespace: ml-team}}
+spec:
+  replicas: {replicas}
+  template:
+    spec:
+      engines:
+      - name: {engine}
+        copies: {copies}
+        members:
+{members}"""
+
+
+def memory_at_least(quantity: str) -> str:
+    return f'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("{quantity}")) >= 0'
+
+
+def gang_fleet(directory: Path) -> Path:
+    """One EKS cluster, 8 p5 nodes on an EFA fabric: `llama-405b`, one replica of two copies of a
+    Leader + 2-Worker gang (8 GPUs per pod: 3 nodes a copy), and `llama-8b`, two replicas of 4 GPUs
+    (device-granular: one node holds both)."""
+    usable = memory_at_least("79Gi")
+    gang = _member("Leader", 8, usable) + _member("Worker", 8, usable, "\n          worker: {nodes: 2}")
+    docs = [
+        H100.format(name="h100", memory="81559Mi"),
+        EKS_CLUSTER.format(name="gang-east", cls="h100", nodes=8, fabric=", fabric: {type: EFA, domain: use1}"),
+        _deployment("llama-405b", 1, "vllm", gang, copies=2),
+        _deployment("llama-8b", 2, "vllm", _member("Standalone", 4, usable)),
+    ]
+    return _write(directory, docs)
+
+
+def gotcha_fleet(directory: Path) -> Path:
+    """Silent failure 1 (mission): a class declaring the nominal 80Gi for an H100, whose driver
+    publishes 81559Mi, and a deployment selecting `>= 80Gi`. The fleet scheduler places it (the
+    class says 80Gi); the real kube-scheduler cannot allocate the claim."""
+    docs = [
+        H100.format(name="h100-nominal", memory="80Gi"),
+        EKS_CLUSTER.format(name="gotcha", cls="h100-nominal", nodes=1, fabric=""),
+        _deployment("nominal", 1, "vllm", _member("Standalone", 8, memory_at_least("80Gi"))),
+    ]
+    return _write(directory, docs)
+
+
+KIND_CLUSTER = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata:
+  name: {name}
+  labels: {{modelplane.ai/region: {name}}}
+spec:
+  cluster: {{source: Kind, kind: {{nodeImage: "kindest/node:v1.35.1"}}}}
+  nodePools: [{{name: gpu, className: fake-gpu, nodeCount: 3}}]{taints}
+"""
+
+FAKE_GPU = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {name: fake-gpu}
+spec:
+  devices:
+  - {name: gpu, claim: DRA, driver: gpu.example.com, deviceClassName: gpu.example.com, count: 1,
+     capacity: {memory: {value: 80Gi}}}
+---
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceGateway
+metadata: {name: default}
+spec: {backend: Traefik, traefik: {version: 41.3.0}, clusterName: alpha}
+"""
+
+
+def scaling_fleet(directory: Path, replicas: int, drained: str | None = None) -> Path:
+    """Two Kind clusters of 3 one-GPU nodes (alpha, beta) and `chat` with `replicas` replicas;
+    `drained`: a NoExecute taint on that cluster (its replicas are evicted and placed again)."""
+    taint = "\n  taints: [{key: maintenance, value: drain, effect: NoExecute}]"
+    docs = [FAKE_GPU] + [KIND_CLUSTER.format(name=c, taints=taint if c == drained else "") for c in ("alpha", "beta")]
+    selector = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) >= 0'
+    docs.append(_deployment("chat", replicas, "mock", _member("Standalone", 1, selector)))
+    return _write(directory, docs)
+
+
+def _write(directory: Path, docs: list[str]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "fleet.yaml").write_text("---\n".join(docs))
+    return directory
