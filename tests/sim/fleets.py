@@ -91,15 +91,38 @@ def gang_fleet(directory: Path) -> Path:
     return _write(directory, docs)
 
 
+GOTCHA_CLUSTER = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata:
+  name: {name}
+  labels: {{modelplane.ai/region: {name}}}
+spec:
+  cluster: {{source: EKS, eks: {{region: us-east-1}}}}
+  nodePools: [{{name: h100, className: {cls}, nodeCount: 1, zones: [us-east-1a]}}]
+"""
+
+
 def gotcha_fleet(directory: Path) -> Path:
-    """Silent failure 1 (mission): a class declaring the nominal 80Gi for an H100, whose driver
-    publishes 81559Mi, and a deployment selecting `>= 80Gi`. The fleet scheduler places it (the
-    class says 80Gi); the real kube-scheduler cannot allocate the claim."""
+    """Silent failure 1 (mission) both ways, on two EKS clusters of one p5 node each:
+    `nominal-class` selects `>= 80Gi` on cluster `nominal`, whose class declares the nominal 80Gi
+    for an H100 (the driver publishes 81559Mi): the fleet scheduler places it, the real
+    kube-scheduler cannot allocate its claim. `nominal-selector` selects `>= 80Gi` on cluster
+    `usable`, whose class declares the usable 81559Mi: no H100 satisfies it, and the fleet
+    scheduler refuses it first."""
+    pinned = "\n      clusterSelector: {{matchLabels: {{modelplane.ai/region: {}}}}}"
     docs = [
         H100.format(name="h100-nominal", memory="80Gi"),
-        EKS_CLUSTER.format(name="gotcha", cls="h100-nominal", nodes=1, fabric=""),
-        _deployment("nominal", 1, "vllm", _member("Standalone", 8, memory_at_least("80Gi"))),
+        H100.format(name="h100", memory="81559Mi"),
+        GOTCHA_CLUSTER.format(name="nominal", cls="h100-nominal"),
+        GOTCHA_CLUSTER.format(name="usable", cls="h100"),
+        "apiVersion: modelplane.ai/v1alpha1\nkind: InferenceGateway\nmetadata: {name: default}\n"
+        "spec: {backend: Traefik, traefik: {version: 41.3.0}, clusterName: usable}\n",
     ]
+    for name, cluster in (("nominal-class", "nominal"), ("nominal-selector", "usable")):
+        doc = _deployment(name, 1, "vllm", _member("Standalone", 8, memory_at_least("80Gi")))
+        docs.append(doc.replace("\n    spec:\n      engines:", "\n    spec:" + pinned.format(cluster)
+                                + "\n      engines:"))
     return _write(directory, docs)
 
 
