@@ -126,12 +126,17 @@ class SimStack:
 def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
                    config: dict[str, Any] | None = None) -> SimStack:
     """A new stack `simtest-<hex>` whose config is stacks/Pulumi.sim.yaml with `manifests` and
-    `sim.stateDir` pointed at these, plus `config`. Remove it with `remove_sim_stack`."""
+    `sim.stateDir` pointed at these, plus `config` (a None value removes the key). Remove it with
+    `remove_sim_stack`."""
     name = f"{STACK_PREFIX}{uuid.uuid4().hex[:10]}"
     values = dict((yaml.safe_load(SIM_STACK_FILE.read_text()) or {}).get("config") or {})
     values["modelplane:manifests"] = str(manifests)
     values["modelplane:sim"] = {**(values.get("modelplane:sim") or {}), "stateDir": str(state_dir)}
-    values.update(config or {})
+    for key, value in (config or {}).items():
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = value
     config_file = REPO / "stacks" / f"Pulumi.{name}.yaml"
     config_file.write_text("# Throwaway stack written by tests/sim (stack.py); removed at teardown.\n"
                            + yaml.safe_dump({"config": values}, sort_keys=True))
