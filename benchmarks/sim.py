@@ -6,8 +6,9 @@
     .venv/bin/python benchmarks/sim.py --only-canary
 
 Each cluster is EKS-shaped: one pool of `--nodes` p5.48xlarge nodes with 8 H100s each (so a
-cluster publishes 8 x nodes DRA devices), started with `sim.SimFleet.up` (etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kwok and the LeaderWorkerSet controller when built).
+cluster publishes 8 x nodes DRA devices) and the system node of its system node group, started
+with `sim.SimFleet.up` (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and
+the LeaderWorkerSet controller when built).
 Timed: `up` until every node is Ready (wall clock), then `down`. Peak memory: the largest
 sum of the resident set sizes of all sim processes, sampled every 0.2 s from the start of `up`
 until 5 s after it returned (the processes settle after start-up).
@@ -52,6 +53,9 @@ def fleet_documents(clusters: int, nodes: int) -> list[dict]:
                  "devices": [{"name": "gpu", "driver": "gpu.nvidia.com", "deviceClassName": "gpu.nvidia.com",
                               "count": 8, "attributes": {"productName": {"string": "NVIDIA H100 80GB HBM3"}},
                               "capacity": {"memory": {"value": "81559Mi"}}}]}}]
+    # The control-plane gateway on the first cluster, so `up` adds no control cluster of its own.
+    docs.append({"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceGateway", "metadata": {"name": "default"},
+                 "spec": {"backend": "Traefik", "traefik": {"version": "41.3.0"}, "clusterName": "bench-0"}})
     for i in range(clusters):
         docs.append({"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceCluster",
                      "metadata": {"name": f"bench-{i}"},
