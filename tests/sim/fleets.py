@@ -22,21 +22,30 @@ spec:
     capacity: {{memory: {{value: {memory}}}}}
 """
 
-EKS_CLUSTER = """\
+CLUSTER = """\
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceCluster
 metadata:
   name: {name}
   labels: {{modelplane.ai/region: {name}}}
 spec:
-  cluster: {{source: EKS, eks: {{region: us-east-1}}}}
+  cluster: {source}
   nodePools:
-  - {{name: h100, className: {cls}, nodeCount: {nodes}, zones: [us-east-1a]{fabric}}}
----
+  - {pool}{taints}
+"""
+
+
+def eks_cluster(name: str, cls: str, nodes: int, fabric: str = "") -> str:
+    return CLUSTER.format(name=name, source="{source: EKS, eks: {region: us-east-1}}", taints="",
+                          pool=f"{{name: h100, className: {cls}, nodeCount: {nodes}, zones: [us-east-1a]{fabric}}}")
+
+
+# The control-plane gateway on a fleet cluster, so `sim up` starts no control cluster besides.
+GATEWAY = """\
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceGateway
 metadata: {{name: default}}
-spec: {{backend: Traefik, traefik: {{version: 41.3.0}}, clusterName: {name}}}
+spec: {{backend: Traefik, traefik: {{version: 41.3.0}}, clusterName: {cluster}}}
 """
 
 ENGINE = "vllm/vllm-openai:v0.26.0"
@@ -84,23 +93,12 @@ def gang_fleet(directory: Path) -> Path:
     gang = _member("Leader", 8, usable) + _member("Worker", 8, usable, "\n          worker: {nodes: 2}")
     docs = [
         H100.format(name="h100", memory="81559Mi"),
-        EKS_CLUSTER.format(name="gang-east", cls="h100", nodes=8, fabric=", fabric: {type: EFA, domain: use1}"),
+        eks_cluster("gang-east", "h100", 8, ", fabric: {type: EFA, domain: use1}"),
+        GATEWAY.format(cluster="gang-east"),
         _deployment("llama-405b", 1, "vllm", gang, copies=2),
         _deployment("llama-8b", 2, "vllm", _member("Standalone", 4, usable)),
     ]
     return _write(directory, docs)
-
-
-GOTCHA_CLUSTER = """\
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceCluster
-metadata:
-  name: {name}
-  labels: {{modelplane.ai/region: {name}}}
-spec:
-  cluster: {{source: EKS, eks: {{region: us-east-1}}}}
-  nodePools: [{{name: h100, className: {cls}, nodeCount: 1, zones: [us-east-1a]}}]
-"""
 
 
 def gotcha_fleet(directory: Path) -> Path:
@@ -114,10 +112,9 @@ def gotcha_fleet(directory: Path) -> Path:
     docs = [
         H100.format(name="h100-nominal", memory="80Gi"),
         H100.format(name="h100", memory="81559Mi"),
-        GOTCHA_CLUSTER.format(name="nominal", cls="h100-nominal"),
-        GOTCHA_CLUSTER.format(name="usable", cls="h100"),
-        "apiVersion: modelplane.ai/v1alpha1\nkind: InferenceGateway\nmetadata: {name: default}\n"
-        "spec: {backend: Traefik, traefik: {version: 41.3.0}, clusterName: usable}\n",
+        eks_cluster("nominal", "h100-nominal", 1),
+        eks_cluster("usable", "h100", 1),
+        GATEWAY.format(cluster="usable"),
     ]
     for name, cluster in (("nominal-class", "nominal"), ("nominal-selector", "usable")):
         doc = _deployment(name, 1, "vllm", _member("Standalone", 8, memory_at_least("80Gi")))
@@ -125,17 +122,6 @@ def gotcha_fleet(directory: Path) -> Path:
                                 + "\n      engines:"))
     return _write(directory, docs)
 
-
-KIND_CLUSTER = """\
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceCluster
-metadata:
-  name: {name}
-  labels: {{modelplane.ai/region: {name}}}
-spec:
-  cluster: {{source: Kind, kind: {{nodeImage: "kindest/node:v1.35.1"}}}}
-  nodePools: [{{name: gpu, className: fake-gpu, nodeCount: 3}}]{taints}
-"""
 
 FAKE_GPU = """\
 apiVersion: modelplane.ai/v1alpha1
@@ -145,11 +131,6 @@ spec:
   devices:
   - {name: gpu, claim: DRA, driver: gpu.example.com, deviceClassName: gpu.example.com, count: 1,
      capacity: {memory: {value: 80Gi}}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceGateway
-metadata: {name: default}
-spec: {backend: Traefik, traefik: {version: 41.3.0}, clusterName: alpha}
 """
 
 
@@ -157,7 +138,10 @@ def scaling_fleet(directory: Path, replicas: int, drained: str | None = None) ->
     """Two Kind clusters of 3 one-GPU nodes (alpha, beta) and `chat` with `replicas` replicas;
     `drained`: a NoExecute taint on that cluster (its replicas are evicted and placed again)."""
     taint = "\n  taints: [{key: maintenance, value: drain, effect: NoExecute}]"
-    docs = [FAKE_GPU] + [KIND_CLUSTER.format(name=c, taints=taint if c == drained else "") for c in ("alpha", "beta")]
+    docs = [FAKE_GPU, GATEWAY.format(cluster="alpha")]
+    docs += [CLUSTER.format(name=c, source='{source: Kind, kind: {nodeImage: "kindest/node:v1.35.1"}}',
+                            pool="{name: gpu, className: fake-gpu, nodeCount: 3}", taints=taint if c == drained else "")
+             for c in ("alpha", "beta")]
     selector = 'device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) >= 0'
     docs.append(_deployment("chat", replicas, "mock", _member("Standalone", 1, selector)))
     return _write(directory, docs)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,21 +19,12 @@ from sim import KubeClient, SimFleet, SimTools
 from sim.fleet import port_listening
 
 from .conftest import REPO, processes_mentioning
+from .stack import wait_for
 
 pytestmark = pytest.mark.sim
 
 AWS = REPO / "examples" / "aws"
 POOL = "modelplane.ai/pool"
-
-
-def wait_for(what: str, check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.3)
 
 
 def sim_cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
