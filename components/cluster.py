@@ -43,7 +43,9 @@ class InferenceCluster(pulumi.ComponentResource):
     not provision, the pool labeler (modelplane.plan's foundation).
 
     With `render_dir` nothing is provisioned: the provider writes YAML to
-    `<render_dir>/<cluster>` (the GitOps path)."""
+    `<render_dir>/<cluster>` (the GitOps path). With `access.sim` (the sim stack) nothing is
+    provisioned either: whatever its source, the cluster is reached through its running
+    simulated twin (components/sim.py), or the preview fails naming it."""
 
     provider: k8s.Provider
     kubeconfig: pulumi.Output[str] | None

@@ -16,7 +16,7 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +64,11 @@ class SimStack:
     manifests: Path
     state_dir: Path
     config_file: Path
-    env: dict[str, str]
-    history: list[str] = field(default_factory=list)
 
     # ---------------------------------------------------------------- Pulumi
 
     def up(self, **kwargs: Any) -> auto.UpResult:
-        result = self.stack.up(color="never", **kwargs)
-        self.history.append(result.stdout)
-        return result
+        return self.stack.up(color="never", **kwargs)
 
     def preview(self, **kwargs: Any) -> auto.PreviewResult:
         return self.stack.preview(color="never", **kwargs)
@@ -149,7 +145,7 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
     except Exception:
         config_file.unlink(missing_ok=True)
         raise
-    return SimStack(stack, name, manifests, state_dir, config_file, env)
+    return SimStack(stack, name, manifests, state_dir, config_file)
 
 
 def remove_sim_stack(stack: SimStack) -> None:
