@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_class import DeviceKind, InferenceClass
 from modelplane.api.inference_cluster import InferenceCluster, NodePool
-from modelplane.checks.tables import NVIDIA_GPU_IDENTITIES
-from modelplane.checks.usable_gpu_memory import identify
 from modelplane.clouds.aws import EFA_RESOURCE, SYSTEM_INSTANCE_TYPE, pool_efa_interfaces
 from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
 from modelplane.clouds.nodes import (
@@ -52,17 +50,14 @@ from modelplane.clouds.nodes import (
     provisioned_node_labels,
     provisioned_node_taints,
 )
-from modelplane.clouds.nvidia import GPU_TAINT, NVIDIA_DRIVER
+from modelplane.clouds.nvidia import GPU_TAINT
+from modelplane.drivers import NVIDIA_GPU, published_attributes, published_capacity
 from modelplane.render.meta import LABEL_POOL
-from modelplane.render.serving import DRA_EXAMPLE_DRIVER as EXAMPLE_DRIVER
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 PROVISIONED = ("EKS", "GKE")
 # The pool name of the system node group our EKS/GKE clusters get (not a fleet pool).
 SYSTEM_POOL = "system"
-# What a simulated NVIDIA node reports for its host driver stack (a current datacenter branch).
-NVIDIA_DRIVER_VERSION = "580.126.20"
-NVIDIA_CUDA_DRIVER_VERSION = "13.0.0"
 EKS_DEFAULT_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 # vCPU and memory of the instance types the examples name (AWS EC2 / GCP machine-type pages);
@@ -296,77 +291,18 @@ def cluster_nodes(fleet: Fleet, cluster: InferenceCluster) -> list[NodeShape]:
 
 # ------------------------------------------------------------------------------------------- DRA devices
 
-def _attribute(value: str | int, kind: str) -> dict[str, object]:
-    return {kind: value}
-
-
-def _declared(device: DeviceKind, key: str) -> dict[str, object] | None:
-    for name, value in device.attributes.items():
-        if name.rpartition("/")[2] == key:
-            return dict(value.raw())
-    return None
-
-
-def _memory(cls: InferenceClass, device: DeviceKind) -> str | None:
-    """The memory the driver really publishes: the product's usable figure when the product is
-    known (so a class declaring 80Gi for an H100 meets 81559Mi, as on real nodes), else the
-    class's own figure."""
-    product = identify(cls, device)
-    if product is not None:
-        return product.usable
-    for name, value in device.capacity.items():
-        if name.rpartition("/")[2] == "memory":
-            return value.value
-    return None
-
-
 def published_devices(cls: InferenceClass, device: DeviceKind, node: str) -> list[dict[str, object]]:
     """The ResourceSlice devices (resource.k8s.io/v1 shape) a node of this class publishes for one
-    device kind: one device per GPU, named and attributed as the real driver does.
-
-    gpu.nvidia.com: sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/deviceinfo.go
-    (names `gpu-<minor>`; attributes type, uuid, productName, brand, architecture,
-    cudaComputeCapability, driverVersion, cudaDriverVersion, resource.kubernetes.io/pciBusID;
-    capacity `memory` = NVML total as a binary-SI quantity).
-    gpu.example.com: kubernetes-sigs/dra-example-driver v0.4.0 internal/profiles/gpu/gpu.go (names
-    `gpu-<i>`; attributes index, uuid, model, driverVersion; capacity memory 80Gi and compute 100).
-    Other drivers: the class's own attributes and capacity, verbatim."""
-    memory = _memory(cls, device)
+    device kind: one device per GPU, named `gpu-<i>` as the drivers name them (`<kind>-<i>` when the
+    class has several kinds), with the attributes and capacity its driver publishes
+    (modelplane.drivers: what the real driver would publish for the identified product, whatever
+    the class declares; a driver it does not model, the class's own attributes and capacity)."""
     out: list[dict[str, object]] = []
     for i in range(device.count):
-        uuid = _digest(node, device.name, str(i), size=32)
-        uuid = f"{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:]}"
-        attributes: dict[str, object]
-        capacity: dict[str, object]
-        if device.driver == NVIDIA_DRIVER:
-            product = identify(cls, device)
-            ident = NVIDIA_GPU_IDENTITIES.get(product.name) if product else None
-            declared_name = _declared(device, "productName")
-            attributes = {
-                "type": _attribute("gpu", "string"),
-                "uuid": _attribute(f"GPU-{uuid}", "string"),
-                "productName": declared_name or _attribute(ident.product_name if ident else "NVIDIA GPU", "string"),
-                "brand": _attribute("Nvidia", "string"),
-                "architecture": _attribute(ident.architecture if ident else "Unknown", "string"),
-                "cudaComputeCapability": _attribute(ident.compute_capability if ident else "0.0.0", "version"),
-                "driverVersion": _declared(device, "driverVersion") or _attribute(NVIDIA_DRIVER_VERSION, "version"),
-                "cudaDriverVersion": _attribute(NVIDIA_CUDA_DRIVER_VERSION, "version"),
-                "resource.kubernetes.io/pciBusID": _attribute(f"0000:{0x18 + 0x10 * i:02x}:00.0", "string"),
-            }
-            capacity = {"memory": {"value": memory}} if memory else {}
-        elif device.driver == EXAMPLE_DRIVER:
-            attributes = {
-                "index": _attribute(i, "int"),
-                "uuid": _attribute(f"gpu-{uuid}", "string"),
-                "model": _declared(device, "model") or _attribute("LATEST-GPU-MODEL", "string"),
-                "driverVersion": _declared(device, "driverVersion") or _attribute("1.0.0", "version"),
-            }
-            capacity = {"memory": {"value": memory or "80Gi"}, "compute": {"value": "100"}}
-        else:
-            attributes = {k: dict(v.raw()) for k, v in device.attributes.items()}
-            capacity = {k: dict(v.raw()) for k, v in device.capacity.items()}
+        serial = _digest(node, device.name, str(i), size=32)
         out.append({"name": f"gpu-{i}" if len(cls.spec.devices) == 1 else f"{device.name}-{i}",
-                    "attributes": attributes, "capacity": capacity})
+                    "attributes": published_attributes(cls, device, i, serial),
+                    "capacity": published_capacity(cls, device)})
     return out
 
 
@@ -395,7 +331,8 @@ def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeSha
 
 def device_classes(fleet: Fleet, cluster: InferenceCluster) -> list[dict[str, object]]:
     """The DeviceClasses the drivers of this cluster's classes install (named after the class's
-    deviceClassName; gpu.nvidia.com also selects type 'gpu' like the driver's chart)."""
+    deviceClassName, selecting the driver; the NVIDIA chart's gpu.nvidia.com also selects type 'gpu',
+    its full GPUs)."""
     wanted: dict[str, str] = {}
     for pool in cluster.spec.node_pools:
         cls = _class_of(fleet, pool)
@@ -405,8 +342,8 @@ def device_classes(fleet: Fleet, cluster: InferenceCluster) -> list[dict[str, ob
     out: list[dict[str, object]] = []
     for name, driver in sorted(wanted.items()):
         expression = f"device.driver == '{driver}'"
-        if driver == NVIDIA_DRIVER:
-            expression += " && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+        if driver == NVIDIA_GPU.driver and name == NVIDIA_GPU.device_class:
+            expression += f" && device.attributes['{driver}'].type == '{NVIDIA_GPU.attributes['type'].fixed}'"
         out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
                     "spec": {"selectors": [{"cel": {"expression": expression}}]}})
     return out
