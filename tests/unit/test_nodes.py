@@ -166,6 +166,77 @@ def test_nvidia_devices_publish_the_usable_memory_whatever_the_class_declares(de
     assert devices[0]["attributes"]["uuid"] != devices[1]["attributes"]["uuid"]
 
 
+DEVICE = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {name: c}
+spec:%s
+  devices:
+  - {name: gpu, driver: %s, deviceClassName: %s, count: 1, attributes: {%s}, capacity: {%s}}
+"""
+P5 = ("\n  provisioning: {provider: EKS, eks: {instanceType: p5.48xlarge, "
+      "accelerator: {type: nvidia-h100-80gb, count: 8}}}")
+NVIDIA = ("gpu.nvidia.com", "gpu.nvidia.com")
+EXAMPLE = ("gpu.example.com", "gpu.example.com")
+
+
+@pytest.mark.parametrize(("provisioning", "driver", "attributes", "capacity", "want_attributes", "want_capacity"), [
+    pytest.param(P5, NVIDIA, "productName: {string: H100}", "memory: {value: 80Gi}",
+                 {"productName": {"string": "NVIDIA H100 80GB HBM3"}, "architecture": {"string": "Hopper"},
+                  "cudaComputeCapability": {"version": "9.0.0"}}, {"memory": {"value": "81559Mi"}},
+                 id="an identified product publishes NVML's name, architecture and memory, whatever the class says"),
+    pytest.param("", NVIDIA, "productName: {string: NVIDIA H100 80GB HBM3}, architecture: {string: Ampere}, "
+                 "cudaComputeCapability: {version: 8.0.0}", "memory: {value: 81559Mi}",
+                 {"architecture": {"string": "Hopper"}, "cudaComputeCapability": {"version": "9.0.0"}}, {},
+                 id="an identified product's architecture and compute capability, not the declared ones"),
+    pytest.param("", NVIDIA, "productName: {string: NVIDIA A100 80GB PCIe}", "memory: {value: 80Gi}",
+                 {"productName": {"string": "NVIDIA A100 80GB PCIe"}, "architecture": {"string": "Ampere"}}, {},
+                 id="the variant the class names when it is one of the product's NVML names"),
+    pytest.param("", NVIDIA, "productName: {string: Custom GPU}, architecture: {string: Hopper}, "
+                 "driverVersion: {version: 550.54.15}", "memory: {value: 40Gi}",
+                 {"productName": {"string": "Custom GPU"}, "architecture": {"string": "Hopper"},
+                  "driverVersion": {"version": "550.54.15"}, "cudaDriverVersion": {"version": "13.0.0"}},
+                 {"memory": {"value": "40Gi"}},
+                 id="an unidentified product and the host driver stack: what the class declares"),
+    pytest.param("", NVIDIA, "computeCapability: {version: 9.0.0}, addressingMode: {string: ATS}, "
+                 "driverVersion: {string: '580'}", "memory: {value: 40Gi}, bandwidth: {value: 1T}",
+                 {"computeCapability": None, "addressingMode": {"string": "ATS"},
+                  "driverVersion": {"version": "580.126.20"}}, {"bandwidth": None},
+                 id="keys the driver never publishes are not published; a value of another type is not used"),
+    pytest.param("", EXAMPLE, "model: {string: H100}, productName: {string: H100}", "memory: {value: 40Gi}",
+                 {"model": {"string": "LATEST-GPU-MODEL"}, "driverVersion": {"version": "1.0.0"},
+                  "index": {"int": 0}, "productName": None},
+                 {"memory": {"value": "80Gi"}, "compute": {"value": "100"}},
+                 id="the example driver publishes its fixed values"),
+    pytest.param("", ("gpu.nvidia.com", "mig.nvidia.com"), "profile: {string: 1g.10gb}", "memory: {value: 10Gi}",
+                 {"profile": {"string": "1g.10gb"}, "type": None}, {"memory": {"value": "10Gi"}},
+                 id="device classes the sim does not model: the class verbatim"),
+])
+def test_published_devices_are_what_the_driver_would_publish(provisioning, driver, attributes, capacity,
+                                                             want_attributes, want_capacity) -> None:
+    fleet = load_manifest_text(DEVICE % (provisioning, *driver, attributes, capacity))
+    cls = fleet.classes["c"]
+    (device,) = published_devices(cls, cls.spec.devices[0], "node-a")
+    assert {k: device["attributes"].get(k) for k in want_attributes} == want_attributes, device
+    assert {k: device["capacity"].get(k) for k in want_capacity} == want_capacity, device
+
+
+def test_only_the_nvidia_charts_gpu_device_class_selects_full_gpus() -> None:
+    mig = DEVICE.replace("name: c", "name: m") % ("", "gpu.nvidia.com", "mig.nvidia.com", "", "memory: {value: 10Gi}")
+    fleet = load_manifest_text(DEVICE % ("", *NVIDIA, "", "memory: {value: 40Gi}") + "---\n" + mig + """---
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: byo}
+spec:
+  cluster: {source: Existing, existing: {}}
+  nodePools: [{name: a, className: c, nodeCount: 1}, {name: b, className: m, nodeCount: 1}]
+""")
+    assert {c["metadata"]["name"]: c["spec"]["selectors"][0]["cel"]["expression"]
+            for c in device_classes(fleet, fleet.clusters["byo"])} == {
+        "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        "mig.nvidia.com": "device.driver == 'gpu.nvidia.com'"}
+
+
 def test_gke_class_without_product_attribute_is_identified_by_its_accelerator() -> None:
     fleet = load_manifests(REPO / "examples" / "gcp")
     cls = fleet.classes["h200-gke"]
