@@ -18,9 +18,15 @@ spec:
     driver: gpu.nvidia.com
     deviceClassName: gpu.nvidia.com
     count: 8
-    attributes: {{productName: {{string: NVIDIA H100 80GB HBM3}}}}
+    attributes: {{productName: {{string: {product}}}}}
     capacity: {{memory: {{value: {memory}}}}}
 """
+# The name NVML reports for this GPU, what the NVIDIA DRA driver publishes as productName.
+NVML_H100 = "NVIDIA H100 80GB HBM3"
+
+
+def h100(name: str, memory: str = "81559Mi", product: str = NVML_H100) -> str:
+    return H100.format(name=name, memory=memory, product=product)
 
 CLUSTER = """\
 apiVersion: modelplane.ai/v1alpha1
@@ -92,7 +98,7 @@ def gang_fleet(directory: Path) -> Path:
     usable = memory_at_least("79Gi")
     gang = _member("Leader", 8, usable) + _member("Worker", 8, usable, "\n          worker: {nodes: 2}")
     docs = [
-        H100.format(name="h100", memory="81559Mi"),
+        h100("h100"),
         eks_cluster("gang-east", "h100", 8, ", fabric: {type: EFA, domain: use1}"),
         GATEWAY.format(cluster="gang-east"),
         _deployment("llama-405b", 1, "vllm", gang, copies=2),
@@ -110,8 +116,8 @@ def gotcha_fleet(directory: Path) -> Path:
     scheduler refuses it first."""
     pinned = "\n      clusterSelector: {{matchLabels: {{modelplane.ai/region: {}}}}}"
     docs = [
-        H100.format(name="h100-nominal", memory="80Gi"),
-        H100.format(name="h100", memory="81559Mi"),
+        h100("h100-nominal", "80Gi"),
+        h100("h100"),
         eks_cluster("nominal", "h100-nominal", 1),
         eks_cluster("usable", "h100", 1),
         GATEWAY.format(cluster="usable"),
@@ -120,6 +126,23 @@ def gotcha_fleet(directory: Path) -> Path:
         doc = _deployment(name, 1, "vllm", _member("Standalone", 8, memory_at_least("80Gi")))
         docs.append(doc.replace("\n    spec:\n      engines:", "\n    spec:" + pinned.format(cluster)
                                 + "\n      engines:"))
+    return _write(directory, docs)
+
+
+SHORT_NAME_SELECTOR = 'device.attributes["gpu.nvidia.com"].productName == "H100"'
+
+
+def attribute_gap_fleet(directory: Path) -> Path:
+    """The published-device-attributes gotcha on one EKS cluster of one p5 node: class
+    `h100-short-name` declares `productName: H100` where the NVIDIA DRA driver publishes NVML's
+    `NVIDIA H100 80GB HBM3`, and `short-name` selects `productName == "H100"`. The fleet scheduler
+    places it (the class says H100); the real kube-scheduler finds no device of that name."""
+    docs = [
+        h100("h100-short-name", product="H100"),
+        eks_cluster("short-name", "h100-short-name", 1),
+        GATEWAY.format(cluster="short-name"),
+        _deployment("short-name", 1, "vllm", _member("Standalone", 8, SHORT_NAME_SELECTOR)),
+    ]
     return _write(directory, docs)
 
 
