@@ -10,18 +10,36 @@ import pulumi
 
 from modelplane.api import Fleet
 from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
+from modelplane.clouds.aws import SYSTEM_INSTANCE_TYPE
+from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
 from modelplane.plan import DEFAULT_CONTROL_PLANE
 from modelplane.scheduler import DEFAULT_ACCOUNTING
+from sim import DEFAULT_STATE_DIR
+
+
+@dataclass(kw_only=True)
+class SimArgs:
+    """The `sim` stack (docs/sim.md): every cluster, whatever its source, is the simulated one
+    `python -m modelplane sim up` started, reached as an existing cluster through the kubeconfig
+    the sim wrote in `state_dir`."""
+
+    state_dir: str = DEFAULT_STATE_DIR      # absolute, or relative to the project directory
+    manifests: str = ""                     # the fleet, for the `sim up` hint of a cluster that is down
+    # How long a Deployment, StatefulSet or Job may take to become ready on the sim (kwok makes
+    # pods Running in seconds; one that cannot be scheduled fails the update after this long).
+    await_timeout_s: int = 120
 
 
 @dataclass(kw_only=True)
 class ClusterAccess:
     """How to reach a cluster the program does not create. `kubeconfig` is the file's
-    contents (keep it a secret) or, when `kubeconfig_path` is set, read from that path."""
+    contents (keep it a secret) or, when `kubeconfig_path` is set, read from that path;
+    with `sim`, the cluster's simulated twin (whatever its source)."""
 
     kubeconfig: pulumi.Input[str] | None = None
     kubeconfig_path: str | None = None
     context: str | None = None
+    sim: SimArgs | None = None
 
 
 @dataclass(kw_only=True)
@@ -39,7 +57,7 @@ class AwsArgs:
     vpc_cidr: str = "10.0.0.0/16"
     cluster_role_arn: str | None = None
     node_role_arn: str | None = None
-    system_instance_type: str = "m6i.xlarge"
+    system_instance_type: str = SYSTEM_INSTANCE_TYPE
 
 
 @dataclass(kw_only=True)
@@ -50,7 +68,7 @@ class GcpArgs:
     # e.g. projects/<p>/global/networkProfiles/<zone>-vpc-roce: RDMA NICs for fabric pools
     rdma_network_profile: str | None = None
     rdma_nics: int = 8
-    system_machine_type: str = "e2-standard-4"
+    system_machine_type: str = SYSTEM_MACHINE_TYPE
 
 
 FLEET_ROLE = "fleet"
@@ -89,5 +107,7 @@ class FleetArgs:
     hf_token: pulumi.Input[str] | None = None
     # "<namespace>/<credential Secret name>" -> API key (a secret Output)
     endpoint_api_keys: pulumi.Input[Mapping[str, str]] | None = None
+    # The `sim` stack: clusters reached through their simulated twins (each ClusterAccess.sim)
+    sim: SimArgs | None = None
     # None: the whole fleet in this one stack
     split: SplitArgs | None = None

@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, GcpArgs
 from components.errors import ResourceError
 from components.k8s import RenderedObject, register_objects
+from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimUnavailable, simulated_cluster
 from components.sources import ProvisionedCluster
 from components.sources.kind import kind_cluster
 from modelplane.api import Fleet, load_manifest_text
@@ -42,7 +43,9 @@ class InferenceCluster(pulumi.ComponentResource):
     not provision, the pool labeler (modelplane.plan's foundation).
 
     With `render_dir` nothing is provisioned: the provider writes YAML to
-    `<render_dir>/<cluster>` (the GitOps path)."""
+    `<render_dir>/<cluster>` (the GitOps path). With `access.sim` (the sim stack) nothing is
+    provisioned either: whatever its source, the cluster is reached through its running
+    simulated twin (components/sim.py), or the preview fails naming it."""
 
     provider: k8s.Provider
     kubeconfig: pulumi.Output[str] | None
@@ -53,10 +56,11 @@ class InferenceCluster(pulumi.ComponentResource):
         props = {"source": spec.source, "renderDir": args.render_dir or "", "manifest": spec.to_manifest()}
         super().__init__("modelplane:index:InferenceCluster", name, props, opts)
         self.source = spec.source
-        connected = None if args.render_dir else self._connect(name, args)
+        self.simulated = _simulated(name, args, self)
+        connected = None if args.render_dir or self.simulated else self._connect(name, args)
         provisioned = connected if isinstance(connected, ProvisionedCluster) else None
         self.kubeconfig = connected.kubeconfig if isinstance(connected, ProvisionedCluster) else connected
-        self.provider = _provider(name, self, args, self.kubeconfig)
+        self.provider = _provider(name, self, args, self.kubeconfig, self.simulated)
         # The cache StorageClass of a cluster we provision, on its own provider: ModelCache
         # PVCs name it (modelplane.storage).
         self.storage_class: RenderedObject | None = None
@@ -107,12 +111,40 @@ class InferenceCluster(pulumi.ComponentResource):
         return None  # the provider reads kubeconfig_path itself
 
 
+def _simulated(name: str, args: InferenceClusterArgs, parent: pulumi.Resource) -> SimCluster | None:
+    """On the sim stack, the running simulated twin of this cluster (whatever its source); a
+    clean error at preview when it does not run, or when the sim cannot run its serving stack."""
+    sim = args.access.sim
+    if sim is None or args.render_dir:
+        return None
+    where = f"{args.fleet.source_of(args.cluster)}: " if args.fleet is not None else ""
+    if args.cluster.spec.stack == "Dynamo":
+        # Applying the rest would leave namespaces, caches and ModelExpress up and no engine:
+        # a green `pulumi up` next to a fleet that serves nothing (docs/sim.md).
+        raise ResourceError(
+            f"{where}InferenceCluster {name} runs the Dynamo stack, which the sim stack cannot rehearse: its "
+            "replicas are Grove PodCliqueSets scheduled by the KAI scheduler, and neither runs on the simulated "
+            "clusters (the Go module proxy serves neither module, so there are no Grove or KAI CRDs; "
+            "docs/sim.md). Rehearse it with the render stack, or set spec.stack: Default to rehearse it "
+            "on LeaderWorkerSet", parent)
+    try:
+        return simulated_cluster(name, sim)
+    except SimUnavailable as exc:
+        raise ResourceError(f"InferenceCluster {name} (sim stack): {exc}", parent) from None
+
+
 def _provider(name: str, parent: pulumi.Resource, args: InferenceClusterArgs,
-              kubeconfig: pulumi.Input[str] | None) -> k8s.Provider:
+              kubeconfig: pulumi.Input[str] | None, simulated: SimCluster | None = None) -> k8s.Provider:
     opts = pulumi.ResourceOptions(parent=parent)
     if args.render_dir:
         return k8s.Provider(f"{name}-k8s", render_yaml_to_directory=os.path.join(args.render_dir, name),
                             opts=opts)
+    if simulated is not None:
+        return k8s.Provider(
+            f"{name}-k8s", kubeconfig=simulated.kubeconfig, cluster_identifier=simulated.identifier(name),
+            kube_client_settings=k8s.KubeClientSettingsArgs(timeout=CLIENT_TIMEOUT_S),
+            # Once `sim down` has removed the cluster, its objects are gone with it: destroy forgets them.
+            delete_unreachable=True, opts=opts)
     return k8s.Provider(
         f"{name}-k8s", kubeconfig=kubeconfig if kubeconfig is not None else args.access.kubeconfig_path,
         context=args.access.context,

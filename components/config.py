@@ -17,6 +17,7 @@ from components.args import (
     ControlPlaneArgs,
     FleetArgs,
     GcpArgs,
+    SimArgs,
     SplitArgs,
 )
 from modelplane.api import ManifestError, load_manifests
@@ -27,6 +28,7 @@ GCP_KEYS = {"project": "project", "network": "network", "subnetwork": "subnetwor
             "rdmaNetworkProfile": "rdma_network_profile", "rdmaNics": "rdma_nics",
             "systemMachineType": "system_machine_type"}
 CONTROL_KEYS = {"name": "name", "source": "source", "nodeImage": "node_image"}
+SIM_KEYS = {"stateDir": "state_dir", "awaitTimeoutSeconds": "await_timeout_s"}
 SPLIT_KEYS = {"role": "role", "shardSize": "shard_size", "fleetStack": "fleet_stack", "shard": "shard"}
 DRIVER_SPLIT_KEYS = {"fromConfig"}   # the driver's bookkeeping in a shard stack's split block
 # Set by `python -m modelplane preview` (modelplane/commands/stacks.py): where the fleet
@@ -61,12 +63,13 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
     # Which clusters have a kubeconfig decides which provider gets one, so the names are
     # read as plain config; every value is wrapped as a secret before any resource sees it.
     kubeconfigs = config.get_object("kubeconfigs") or {}
+    sim = sim_args(config.get_object("sim"), manifests)
     access = {}
     for name in sorted(set(clusters) | set(fleet.clusters)):
         block = clusters.get(name) or {}
         access[name] = ClusterAccess(
             kubeconfig=pulumi.Output.secret(kubeconfigs[name]) if kubeconfigs.get(name) else None,
-            kubeconfig_path=_path(block.get("kubeconfigPath")), context=block.get("context"))
+            kubeconfig_path=_path(block.get("kubeconfigPath")), context=block.get("context"), sim=sim)
     gcp = _given(config.get_object("gcp") or {}, GCP_KEYS)
     if "rdma_nics" in gcp:
         gcp["rdma_nics"] = int(gcp["rdma_nics"])
@@ -76,12 +79,14 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         render_dir=render_dir,
         control_plane=ControlPlaneArgs(
             **_given(cp, CONTROL_KEYS),
-            access=ClusterAccess(kubeconfig_path=_path(cp.get("kubeconfigPath")), context=cp.get("context"))),
+            access=ClusterAccess(kubeconfig_path=_path(cp.get("kubeconfigPath")), context=cp.get("context"),
+                                 sim=sim)),
         access=access,
         aws=AwsArgs(**_given(config.get_object("aws") or {}, AWS_KEYS)),
         gcp=GcpArgs(**gcp),
         hf_token=config.get_secret("hfToken"),
         endpoint_api_keys=config.get_secret_object("endpointApiKeys"),
+        sim=sim,
     )
     split = config.get_object("split")
     if split:
@@ -90,6 +95,10 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         args.accounting = config.require("accounting")
     if config.get("installCharts") is not None:
         args.install_charts = bool(config.get_bool("installCharts"))
+    if sim is not None and (args.install_charts or args.render_dir):
+        raise pulumi.RunError("stack config sim: the simulated clusters run LeaderWorkerSet and publish the GPU "
+                              "drivers' devices themselves, and the charts cannot be pulled here; set "
+                              "`installCharts: false` and no renderDir in the sim stack (stacks/Pulumi.sim.yaml)")
     return args
 
 
@@ -114,3 +123,26 @@ def split_args(block: Mapping[str, Any]) -> SplitArgs:
         raise pulumi.RunError("a shard stack needs stack config split.fleetStack (the fleet stack's name) "
                               "and split.shard (which shard it applies)")
     return SplitArgs(**given, shares_file=os.environ.get(SHARES_FILE_ENV) or None)
+
+
+def sim_args(block: Mapping[str, Any] | None, manifests: str) -> SimArgs | None:
+    """The `sim` config block (the sim stack): None when absent; a clean error naming a bad key."""
+    if block is None:
+        return None
+    if not isinstance(block, Mapping):
+        raise pulumi.RunError("stack config sim must be an object, e.g. `sim: {stateDir: .modelplane/sim}`")
+    unknown = sorted(set(block) - set(SIM_KEYS))
+    if unknown:
+        raise pulumi.RunError(f"stack config sim: unknown key(s) {', '.join(unknown)}; known: {', '.join(SIM_KEYS)}")
+    given = _given(block, SIM_KEYS)
+    if "state_dir" in given:
+        given["state_dir"] = _path(str(given["state_dir"]))
+    if "await_timeout_s" in given:
+        try:
+            given["await_timeout_s"] = int(given["await_timeout_s"])
+        except (TypeError, ValueError):
+            given["await_timeout_s"] = 0
+        if given["await_timeout_s"] <= 0:
+            raise pulumi.RunError(f"stack config sim.awaitTimeoutSeconds must be a positive number of seconds, "
+                                  f"not {block['awaitTimeoutSeconds']!r}")
+    return SimArgs(**given, manifests=manifests)

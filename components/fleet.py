@@ -31,6 +31,7 @@ from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikG
 from components.k8s import ClusterReady, RenderedObject, object_name, resource_name
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
+from components.sim import sim_options
 from components.split import (
     GATEWAY_URLS_OUTPUT,
     LAYOUT_OUTPUT,
@@ -93,7 +94,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
         props: dict[str, Any] = {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}
         if split is not None:
             props["split"] = {"role": split.role, "shardSize": split.shard_size, "shard": split.shard}
-        super().__init__(TYPE, name, props, opts)
+        super().__init__(TYPE, name, props, sim_options(args.sim, opts))
         top = pulumi.ResourceOptions(parent=self, aliases=WAS_TOP_LEVEL)
         # GitOps output never holds a secret: Secrets are referenced and the user creates them.
         egress: EgressMode = "reference" if args.render_dir else "secret"
@@ -277,7 +278,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
     def _gateway_urls(self, args: FleetArgs, gateways: Mapping[str, TraefikGateway], names: Sequence[str]
                       ) -> pulumi.Output[dict[str, str]]:
         """How the control plane reaches the workload gateways of `names` (this stack's)."""
-        if args.render_dir:
+        if args.render_dir or args.sim:
+            # Also the sim's: its LoadBalancer Services never get an address (components/sim.py).
             known = gitops_gateway_urls(args.fleet)[0]
             return pulumi.Output.from_input({name: known[name] for name in names})
         urls: dict[str, pulumi.Input[str]] = {}
@@ -393,8 +395,8 @@ def _report_secrets(args: FleetArgs, here: Sequence[str], control: ControlPlan |
 
 
 def _control_address(args: FleetArgs, control: ControlPlan, gateway: TraefikGateway) -> pulumi.Input[str]:
-    if args.render_dir:
-        # GitOps: nothing is deployed by this program, so give the in-cluster address.
+    if args.render_dir or args.sim:
+        # GitOps: nothing is deployed by this program; the sim: no Service gets an address.
         return in_cluster_url(control.name)
     if control.kind:
         return f"http://localhost:{CONTROL_HOST_PORT}"

@@ -13,19 +13,25 @@ Label sources (checked with the search tool, 2026-11-30):
 - EKS managed node groups: `eks.amazonaws.com/nodegroup`, `eks.amazonaws.com/nodegroup-image`,
   `eks.amazonaws.com/capacityType`, passed by the node group's bootstrap as kubelet
   `--node-labels` (EKS managed node group user data, as eksctl and the EKS Terraform modules
-  reproduce it); the GPU taint `nvidia.com/gpu=present:NoSchedule` is the one this program's EKS
-  node groups declare (components/sources/eks.py);
+  reproduce it);
 - GKE node pools: `cloud.google.com/gke-nodepool` (GKE node pool docs),
   `cloud.google.com/gke-accelerator` and `cloud.google.com/gke-accelerator-count` (GKE GPU docs
   and `kubectl describe node` of GPU nodes), and GKE's own GPU taint `nvidia.com/gpu=present:NoSchedule`
   ("GKE automatically taints the GPU nodes", GKE GPU docs);
+- EKS and GKE, what this program's node groups / node pools set themselves: one home,
+  modelplane.clouds.nodes (`provisioned_node_labels`: the pool label, `nvidia.com/gpu.present=true`
+  on NVIDIA DRA pools, GKE's `gke-no-default-nvidia-gpu-device-plugin=true`;
+  `provisioned_node_taints`: the EKS GPU taint; the system pool of every provisioned cluster,
+  `SYSTEM_POOL_LABELS`, on the instance type the stack defaults to);
 - Kind workers: only the kubelet labels plus the labels of the kind config, which this program sets
   to `modelplane.ai/pool` (components/sources/kind.py);
 - Existing clusters: nobody sets `modelplane.ai/pool` (silent failure 6) unless the pool says
   `poolLabel: {mode: Present}`; with `mode: Apply` the nodes carry the selector's labels and the
   program's labelling Job adds the pool label.
 Neither cloud sets Node Feature Discovery labels (`feature.node.kubernetes.io/pci-10de.present`):
-those come from NFD / the GPU operator when installed, so no profile sets them.
+those come from NFD / the GPU operator when installed, so no profile sets them; our node pools set
+`nvidia.com/gpu.present=true`, which the NVIDIA DRA kubelet plugin's node affinity also accepts
+(modelplane.clouds.nvidia).
 """
 
 from __future__ import annotations
@@ -36,22 +42,29 @@ from dataclasses import dataclass, field
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_class import DeviceKind, InferenceClass
 from modelplane.api.inference_cluster import InferenceCluster, NodePool
-from modelplane.checks.tables import NVIDIA_GPU_IDENTITIES
-from modelplane.checks.usable_gpu_memory import identify
+from modelplane.clouds.aws import EFA_RESOURCE, SYSTEM_INSTANCE_TYPE, pool_efa_interfaces
+from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
+from modelplane.clouds.nodes import (
+    SYSTEM_POOL_LABELS,
+    SYSTEM_POOL_NODES,
+    provisioned_node_labels,
+    provisioned_node_taints,
+)
+from modelplane.clouds.nvidia import GPU_TAINT
+from modelplane.drivers import NVIDIA_GPU, published_attributes, published_capacity
 from modelplane.render.meta import LABEL_POOL
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-NVIDIA_DRIVER = "gpu.nvidia.com"
-EXAMPLE_DRIVER = "gpu.example.com"
-# What a simulated NVIDIA node reports for its host driver stack (a current datacenter branch).
-NVIDIA_DRIVER_VERSION = "580.126.20"
-NVIDIA_CUDA_DRIVER_VERSION = "13.0.0"
+PROVISIONED = ("EKS", "GKE")
+# The pool name of the system node group our EKS/GKE clusters get (not a fleet pool).
+SYSTEM_POOL = "system"
 EKS_DEFAULT_AMI_TYPE = "AL2023_x86_64_NVIDIA"
 
 # vCPU and memory of the instance types the examples name (AWS EC2 / GCP machine-type pages);
 # the sim publishes them as capacity and allocatable. Unknown types get DEFAULT_ALLOCATABLE.
 INSTANCE_RESOURCES: dict[str, tuple[str, str]] = {
+    SYSTEM_INSTANCE_TYPE: ("4", "16Gi"),
+    SYSTEM_MACHINE_TYPE: ("4", "16Gi"),
     "p5.48xlarge": ("192", "2048Gi"),
     "p5en.48xlarge": ("192", "2048Gi"),
     "p4d.24xlarge": ("96", "1152Gi"),
@@ -71,7 +84,7 @@ class NodeShape:
 
     name: str
     cluster: str
-    pool: str
+    pool: str              # the fleet pool; "" for a system or control-plane node (no fleet pool, no GPU)
     labels: dict[str, str]
     taints: list[dict[str, str]] = field(default_factory=list)
     allocatable: dict[str, str] = field(default_factory=dict)
@@ -115,19 +128,20 @@ def _digest(*parts: str, size: int = 8) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()[:size]
 
 
-def node_name(cluster: InferenceCluster, pool: NodePool, index: int, ordinal: int) -> str:
-    """A name shaped like the source's own (kind `<c>-worker2`, EKS `ip-…`, GKE `gke-…`).
-    `ordinal` counts nodes across the cluster's pools (kind numbers workers cluster-wide)."""
+def node_name(cluster: InferenceCluster, pool: str, index: int, ordinal: int) -> str:
+    """A name shaped like the source's own (kind `<c>-worker2`, EKS `ip-…`, GKE `gke-…`) for node
+    `index` of node pool `pool`. `ordinal` counts nodes across the cluster's pools (kind numbers
+    workers cluster-wide)."""
     source, name = cluster.source, cluster.metadata.name
     if source == "Kind":
         return f"{name}-worker" + (str(ordinal + 1) if ordinal else "")
     if source == "EKS":
-        h = int(_digest(name, pool.name, str(index)), 16)
+        h = int(_digest(name, pool, str(index)), 16)
         region = cluster.spec.cluster.eks.region if cluster.spec.cluster.eks else "us-east-1"
         return f"ip-10-{(h >> 16) % 256}-{(h >> 8) % 256}-{h % 256}.{region}.compute.internal"
     if source == "GKE":
-        return f"gke-{name[:20]}-{pool.name[:15]}-{_digest(name, pool.name)}-{_digest(str(index), size=4)}"
-    return f"{name}-{pool.name}-{index}"
+        return f"gke-{name[:20]}-{pool[:15]}-{_digest(name, pool)}-{_digest(str(index), size=4)}"
+    return f"{name}-{pool}-{index}"
 
 
 def _cloud_labels(region: str | None, zone: str | None, first_zone_suffix: str,
@@ -143,37 +157,54 @@ def _cloud_labels(region: str | None, zone: str | None, first_zone_suffix: str,
     return labels
 
 
-def source_labels(cluster: InferenceCluster, pool: NodePool, cls: InferenceClass | None,
-                  name: str, index: int) -> dict[str, str]:
-    """The labels a real node of this pool carries on this cluster's source (module docstring)."""
-    labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+def _kubelet_labels(name: str) -> dict[str, str]:
+    return {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+            "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64"}
+
+
+def _eks_labels(cluster: InferenceCluster, pool: str, instance: str | None, zone: str | None,
+                capacity_type: str = "ON_DEMAND", ami_type: str = EKS_DEFAULT_AMI_TYPE) -> dict[str, str]:
+    """What an EKS managed node group's nodes carry whatever this program asks for."""
+    eks = cluster.spec.cluster.eks
+    return {
+        "eks.amazonaws.com/nodegroup": f"{cluster.metadata.name}-{pool}",
+        "eks.amazonaws.com/nodegroup-image": f"ami-{_digest(ami_type, size=17)}",
+        "eks.amazonaws.com/capacityType": capacity_type,
+        **_cloud_labels(eks.region if eks else None, zone, "a", instance),
+    }
+
+
+def _gke_labels(cluster: InferenceCluster, pool: str, machine: str | None, zone: str | None) -> dict[str, str]:
+    """What a GKE node pool's nodes carry whatever this program asks for."""
+    gke = cluster.spec.cluster.gke
+    return {"cloud.google.com/gke-nodepool": pool, **_cloud_labels(gke.region if gke else None, zone, "-a", machine)}
+
+
+def source_labels(fleet: Fleet, cluster: InferenceCluster, pool: NodePool, name: str, index: int) -> dict[str, str]:
+    """The labels a real node of this pool carries on this cluster's source (module docstring):
+    the kubelet's, the source's own, and on EKS/GKE what our node pools set
+    (modelplane.clouds.nodes.provisioned_node_labels)."""
+    labels = _kubelet_labels(name)
+    cls = _class_of(fleet, pool)
     source = cluster.source
     zone = pool.zones[index % len(pool.zones)] if pool.zones else None
     if source == "Kind":
         labels[LABEL_POOL] = pool.name
     elif source == "EKS":
-        eks = cluster.spec.cluster.eks
         instance, _ = _provisioned(cls, "EKS")
         prov = cls.spec.provisioning.eks if cls and cls.spec.provisioning and cls.spec.provisioning.eks else None
-        ami_type = prov.ami_type if prov and prov.ami_type else EKS_DEFAULT_AMI_TYPE
-        labels.update({
-            "eks.amazonaws.com/nodegroup": f"{cluster.metadata.name}-{pool.name}",
-            "eks.amazonaws.com/nodegroup-image": f"ami-{_digest(ami_type, size=17)}",
-            "eks.amazonaws.com/capacityType": "CAPACITY_BLOCK" if pool.capacity_block else "ON_DEMAND",
-            LABEL_POOL: pool.name,
-        })
-        labels.update(_cloud_labels(eks.region if eks else None, zone, "a", instance))
+        labels.update(_eks_labels(cluster, pool.name, instance, zone,
+                                  "CAPACITY_BLOCK" if pool.capacity_block else "ON_DEMAND",
+                                  prov.ami_type if prov and prov.ami_type else EKS_DEFAULT_AMI_TYPE))
+        labels.update(provisioned_node_labels(fleet, cluster, pool))
     elif source == "GKE":
-        gke = cluster.spec.cluster.gke
         machine, count = _provisioned(cls, "GKE")
-        labels["cloud.google.com/gke-nodepool"] = pool.name
-        labels[LABEL_POOL] = pool.name
+        labels.update(_gke_labels(cluster, pool.name, machine, zone))
         accelerator = _accelerator(cls)
         if accelerator:
             labels["cloud.google.com/gke-accelerator"] = accelerator
             labels["cloud.google.com/gke-accelerator-count"] = str(count)
-        labels.update(_cloud_labels(gke.region if gke else None, zone, "-a", machine))
+        labels.update(provisioned_node_labels(fleet, cluster, pool))
     elif source == "Existing":
         if pool.pool_label is not None and pool.pool_label.mode == "Present":
             labels[LABEL_POOL] = pool.name
@@ -185,104 +216,93 @@ def source_labels(cluster: InferenceCluster, pool: NodePool, cls: InferenceClass
 
 
 def source_taints(cluster: InferenceCluster, pool: NodePool) -> list[dict[str, str]]:
-    """Node taints the source puts on this pool's nodes: the GPU taint of EKS and GKE GPU pools."""
-    if cluster.source in ("EKS", "GKE") and pool.is_gpu_pool:
-        return [dict(GPU_TAINT)]
-    return []
+    """Node taints this pool's nodes carry: the ones our EKS node groups declare
+    (modelplane.clouds.nodes), and the GPU taint GKE puts on GPU nodes itself."""
+    taints = provisioned_node_taints(cluster, pool)
+    if cluster.source == "GKE" and pool.is_gpu_pool:
+        taints.append(dict(GPU_TAINT))
+    return taints
 
 
-def allocatable(cluster: InferenceCluster, cls: InferenceClass | None) -> dict[str, str]:
-    instance, _ = _provisioned(cls, cluster.source) if cluster.source in ("EKS", "GKE") else (None, 0)
+def _resources(instance: str | None) -> dict[str, str]:
     cpu, memory = INSTANCE_RESOURCES.get(instance or "", DEFAULT_ALLOCATABLE)
     return {"cpu": cpu, "memory": memory, "pods": MAX_PODS}
 
 
+def allocatable(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> dict[str, str]:
+    """CPU and memory of the pool's instance type, and on an EKS EFA pool the EFA interfaces the
+    EFA device plugin (installed on such clusters, modelplane.render.serving) advertises as
+    `vpc.amazonaws.com/efa`, one per interface (modelplane.clouds.aws)."""
+    cls = _class_of(fleet, pool)
+    instance, _ = _provisioned(cls, cluster.source) if cluster.source in PROVISIONED else (None, 0)
+    resources = _resources(instance)
+    efa = pool_efa_interfaces(fleet, pool) if cluster.source == "EKS" else None
+    if efa:
+        resources[EFA_RESOURCE] = str(efa)
+    return resources
+
+
+def system_nodes(cluster: InferenceCluster) -> list[NodeShape]:
+    """The system node group (EKS) / node pool (GKE) every cluster we provision gets besides its
+    GPU pools (components/sources): untainted, labelled `modelplane.ai/role=system`, on the
+    default system instance type, in the zone of the first pool that names one. The gateways and
+    other pods without a GPU run there. None on other sources."""
+    if cluster.source not in PROVISIONED:
+        return []
+    zone = next((p.zones[0] for p in cluster.spec.node_pools if p.zones), None)
+    instance = SYSTEM_INSTANCE_TYPE if cluster.source == "EKS" else SYSTEM_MACHINE_TYPE
+    nodes = []
+    for index in range(SYSTEM_POOL_NODES):
+        name = node_name(cluster, SYSTEM_POOL, index, index)
+        own = (_eks_labels(cluster, SYSTEM_POOL, instance, zone) if cluster.source == "EKS"
+               else _gke_labels(cluster, SYSTEM_POOL, instance, zone))
+        nodes.append(NodeShape(name, cluster.metadata.name, "", {**_kubelet_labels(name), **own,
+                                                                **SYSTEM_POOL_LABELS}, [], _resources(instance)))
+    return nodes
+
+
+def kind_control_plane(cluster: InferenceCluster) -> list[NodeShape]:
+    """A Kind cluster without worker pools (the kind stack's control cluster) runs its pods on its
+    one node, the control plane: kind names it `<cluster>-control-plane`, labels it
+    `node-role.kubernetes.io/control-plane` and removes the control-plane taint when there is no
+    worker (kind's kubeadm config for single-node clusters). Clusters with workers schedule on the
+    workers, so the control plane is not simulated there."""
+    if cluster.source != "Kind" or cluster.spec.node_pools:
+        return []
+    name = f"{cluster.metadata.name}-control-plane"
+    return [NodeShape(name, cluster.metadata.name, "", {**_kubelet_labels(name),
+                                                        "node-role.kubernetes.io/control-plane": ""},
+                      [], _resources(None))]
+
+
 def cluster_nodes(fleet: Fleet, cluster: InferenceCluster) -> list[NodeShape]:
-    """Every node of the cluster: `nodeCount` per pool (the declared count, not maxNodeCount)."""
+    """Every node of the cluster: `nodeCount` per pool (the declared count, not maxNodeCount),
+    then the system nodes of a provisioned cluster, or the control plane of a Kind cluster
+    without workers."""
     nodes: list[NodeShape] = []
     for pool in cluster.spec.node_pools:
-        cls = _class_of(fleet, pool)
         for index in range(pool.node_count):
-            name = node_name(cluster, pool, index, len(nodes))
+            name = node_name(cluster, pool.name, index, len(nodes))
             nodes.append(NodeShape(name, cluster.metadata.name, pool.name,
-                                   source_labels(cluster, pool, cls, name, index),
-                                   source_taints(cluster, pool), allocatable(cluster, cls)))
-    return nodes
+                                   source_labels(fleet, cluster, pool, name, index),
+                                   source_taints(cluster, pool), allocatable(fleet, cluster, pool)))
+    return nodes + system_nodes(cluster) + kind_control_plane(cluster)
 
 
 # ------------------------------------------------------------------------------------------- DRA devices
 
-def _attribute(value: str | int, kind: str) -> dict[str, object]:
-    return {kind: value}
-
-
-def _declared(device: DeviceKind, key: str) -> dict[str, object] | None:
-    for name, value in device.attributes.items():
-        if name.rpartition("/")[2] == key:
-            return dict(value.raw())
-    return None
-
-
-def _memory(cls: InferenceClass, device: DeviceKind) -> str | None:
-    """The memory the driver really publishes: the product's usable figure when the product is
-    known (so a class declaring 80Gi for an H100 meets 81559Mi, as on real nodes), else the
-    class's own figure."""
-    product = identify(cls, device)
-    if product is not None:
-        return product.usable
-    for name, value in device.capacity.items():
-        if name.rpartition("/")[2] == "memory":
-            return value.value
-    return None
-
-
 def published_devices(cls: InferenceClass, device: DeviceKind, node: str) -> list[dict[str, object]]:
     """The ResourceSlice devices (resource.k8s.io/v1 shape) a node of this class publishes for one
-    device kind: one device per GPU, named and attributed as the real driver does.
-
-    gpu.nvidia.com: sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1 cmd/gpu-kubelet-plugin/deviceinfo.go
-    (names `gpu-<minor>`; attributes type, uuid, productName, brand, architecture,
-    cudaComputeCapability, driverVersion, cudaDriverVersion, resource.kubernetes.io/pciBusID;
-    capacity `memory` = NVML total as a binary-SI quantity).
-    gpu.example.com: kubernetes-sigs/dra-example-driver v0.4.0 internal/profiles/gpu/gpu.go (names
-    `gpu-<i>`; attributes index, uuid, model, driverVersion; capacity memory 80Gi and compute 100).
-    Other drivers: the class's own attributes and capacity, verbatim."""
-    memory = _memory(cls, device)
+    device kind: one device per GPU, named `gpu-<i>` as the drivers name them (`<kind>-<i>` when the
+    class has several kinds), with the attributes and capacity its driver publishes
+    (modelplane.drivers: what the real driver would publish for the identified product, whatever
+    the class declares; a driver it does not model, the class's own attributes and capacity)."""
     out: list[dict[str, object]] = []
     for i in range(device.count):
-        uuid = _digest(node, device.name, str(i), size=32)
-        uuid = f"{uuid[:8]}-{uuid[8:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:]}"
-        attributes: dict[str, object]
-        capacity: dict[str, object]
-        if device.driver == NVIDIA_DRIVER:
-            product = identify(cls, device)
-            ident = NVIDIA_GPU_IDENTITIES.get(product.name) if product else None
-            declared_name = _declared(device, "productName")
-            attributes = {
-                "type": _attribute("gpu", "string"),
-                "uuid": _attribute(f"GPU-{uuid}", "string"),
-                "productName": declared_name or _attribute(ident.product_name if ident else "NVIDIA GPU", "string"),
-                "brand": _attribute("Nvidia", "string"),
-                "architecture": _attribute(ident.architecture if ident else "Unknown", "string"),
-                "cudaComputeCapability": _attribute(ident.compute_capability if ident else "0.0.0", "version"),
-                "driverVersion": _declared(device, "driverVersion") or _attribute(NVIDIA_DRIVER_VERSION, "version"),
-                "cudaDriverVersion": _attribute(NVIDIA_CUDA_DRIVER_VERSION, "version"),
-                "resource.kubernetes.io/pciBusID": _attribute(f"0000:{0x18 + 0x10 * i:02x}:00.0", "string"),
-            }
-            capacity = {"memory": {"value": memory}} if memory else {}
-        elif device.driver == EXAMPLE_DRIVER:
-            attributes = {
-                "index": _attribute(i, "int"),
-                "uuid": _attribute(f"gpu-{uuid}", "string"),
-                "model": _declared(device, "model") or _attribute("LATEST-GPU-MODEL", "string"),
-                "driverVersion": _declared(device, "driverVersion") or _attribute("1.0.0", "version"),
-            }
-            capacity = {"memory": {"value": memory or "80Gi"}, "compute": {"value": "100"}}
-        else:
-            attributes = {k: dict(v.raw()) for k, v in device.attributes.items()}
-            capacity = {k: dict(v.raw()) for k, v in device.capacity.items()}
+        serial = _digest(node, device.name, str(i), size=32)
         out.append({"name": f"gpu-{i}" if len(cls.spec.devices) == 1 else f"{device.name}-{i}",
-                    "attributes": attributes, "capacity": capacity})
+                    "attributes": published_attributes(cls, device, i, serial),
+                    "capacity": published_capacity(cls, device)})
     return out
 
 
@@ -290,7 +310,7 @@ def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeSha
     """One ResourceSlice per (node, driver) of DRA devices, pool = node name, as node-local drivers publish."""
     slices: list[dict[str, object]] = []
     for node in nodes:
-        pool = cluster.pool(node.pool)
+        pool = cluster.pool(node.pool) if node.pool else None
         cls = _class_of(fleet, pool) if pool else None
         if cls is None:
             continue
@@ -311,7 +331,8 @@ def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeSha
 
 def device_classes(fleet: Fleet, cluster: InferenceCluster) -> list[dict[str, object]]:
     """The DeviceClasses the drivers of this cluster's classes install (named after the class's
-    deviceClassName; gpu.nvidia.com also selects type 'gpu' like the driver's chart)."""
+    deviceClassName, selecting the driver; the NVIDIA chart's gpu.nvidia.com also selects type 'gpu',
+    its full GPUs)."""
     wanted: dict[str, str] = {}
     for pool in cluster.spec.node_pools:
         cls = _class_of(fleet, pool)
@@ -321,8 +342,8 @@ def device_classes(fleet: Fleet, cluster: InferenceCluster) -> list[dict[str, ob
     out: list[dict[str, object]] = []
     for name, driver in sorted(wanted.items()):
         expression = f"device.driver == '{driver}'"
-        if driver == NVIDIA_DRIVER:
-            expression += " && device.attributes['gpu.nvidia.com'].type == 'gpu'"
+        if driver == NVIDIA_GPU.driver and name == NVIDIA_GPU.device_class:
+            expression += f" && device.attributes['{driver}'].type == '{NVIDIA_GPU.attributes['type'].fixed}'"
         out.append({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
                     "spec": {"selectors": [{"cel": {"expression": expression}}]}})
     return out

@@ -34,17 +34,38 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from modelplane.api import load_documents
 from modelplane.api.fleet import Fleet
+from modelplane.api.inference_cluster import InferenceCluster
+from modelplane.plan import ControlPlane, PlanError, control_plane_cluster
 
 from .cluster import LOOPBACK, PORT_ROLES, ClusterPorts, SimCluster
 from .errors import SimError
 from .process import Proc, stop
 from .tools import BUILD_HINT, SimTools, find_tools
 
+DEFAULT_STATE_DIR = ".modelplane/sim"  # relative to the working directory (the CLI's and the sim stack's)
 MARKER = ".modelplane-sim"
 STATE_FILE = "sim.json"
 DEFAULT_TIMEOUT_S = 120.0
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def simulated_clusters(fleet: Fleet) -> dict[str, InferenceCluster]:
+    """The clusters `up` starts: the fleet's, plus the stacks' own control cluster when the fleet's
+    InferenceGateway names none of them (`pulumi up -s sim` reaches it like the others). It is shaped
+    like the kind stack's control cluster: a Kind cluster without worker pools, whose one node (the
+    control plane, untainted) runs the control-plane gateway's pod (modelplane.nodes)."""
+    clusters = dict(fleet.clusters)
+    try:
+        name, in_fleet, _ = control_plane_cluster(fleet, ControlPlane())
+    except PlanError:
+        return clusters  # a gateway the program refuses: the stacks say so, not the sim
+    if not in_fleet and name not in clusters:
+        manifest = {"apiVersion": "modelplane.ai/v1alpha1", "kind": "InferenceCluster", "metadata": {"name": name},
+                    "spec": {"cluster": {"source": "Kind", "kind": {}}}}
+        clusters[name] = load_documents([manifest], source="<the stacks' control cluster>").clusters[name]
+    return clusters
 
 
 class Interrupted(BaseException):
@@ -58,6 +79,9 @@ class ClusterStatus:
     kubeconfig: Path
     server: str
     processes: dict[str, bool] = field(default_factory=dict)
+    # When `up` started it (UTC, ISO 8601): a restarted sim is a new, empty cluster.
+    started_at: str = ""
+    ports: dict[str, int] = field(default_factory=dict)  # role -> loopback port (docs/sim.md)
 
 
 def port_free(port: int) -> bool:
@@ -205,14 +229,15 @@ class SimFleet:
             raise SimError(f"the simulated clusters need tools that are not built in {tools.root}: "
                            f"{', '.join(missing)}; {BUILD_HINT}")
         self._claim_state_dir()
-        names = sorted(fleet.clusters)
+        clusters = simulated_clusters(fleet)
+        names = sorted(clusters)
         ports = assign_ports(names, self.first_port)
         self._state = {"version": 1, "manifests": source, "tools": str(tools.root), "ready": False,
                        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         self._clusters = [SimCluster(n, self.state_dir / n, tools, ports[n], self._on_start) for n in names]
         try:
             with _signals_interrupt():
-                self._start(fleet)
+                self._start(fleet, clusters)
         except Interrupted as sig:
             self._abort()
             raise SimError(f"interrupted by {sig}; every process the sim had started was stopped") from None
@@ -243,7 +268,7 @@ class SimFleet:
                                f"machine may be busy: retry with a larger --timeout, or read {c.dir / 'logs' / log}")
             time.sleep(0.2)
 
-    def _start(self, fleet: Fleet) -> None:
+    def _start(self, fleet: Fleet, specs: dict[str, InferenceCluster]) -> None:
         for c in self._clusters:
             c.prepare()
         for c in self._clusters:
@@ -256,7 +281,7 @@ class SimFleet:
             c.write_kubeconfig()
         clients = {c.name: c.client() for c in self._clusters}
         try:
-            crds = {c.name: c.install_crds(clients[c.name], fleet, fleet.clusters[c.name]) for c in self._clusters}
+            crds = {c.name: c.install_crds(clients[c.name], fleet, specs[c.name]) for c in self._clusters}
             self._wait("CRDs", lambda c: c.crds_established(clients[c.name], crds[c.name]), "kube-apiserver.log")
             for c in self._clusters:
                 c.start_controllers()
@@ -264,7 +289,7 @@ class SimFleet:
                        lambda c: c.controllers_ready(clients[c.name]), "kube-controller-manager.log")
             for c in self._clusters:
                 c.install_webhooks(clients[c.name])
-            nodes = {c.name: c.populate(clients[c.name], fleet, fleet.clusters[c.name]) for c in self._clusters}
+            nodes = {c.name: c.populate(clients[c.name], fleet, specs[c.name]) for c in self._clusters}
             self._wait("kwok nodes", lambda c: c.nodes_ready(clients[c.name], nodes[c.name]), "kwok.log")
         finally:
             for client in clients.values():
@@ -316,7 +341,8 @@ class SimFleet:
         for name, c in sorted((state.get("clusters") or {}).items()):
             procs = {str(r["name"]): Proc.from_record(r).alive() for r in c.get("processes") or []}
             out.append(ClusterStatus(name, bool(procs) and all(procs.values()) and bool(state.get("ready")),
-                                     Path(c["kubeconfig"]), str(c["server"]), procs))
+                                     Path(c["kubeconfig"]), str(c["server"]), procs, str(state.get("started_at", "")),
+                                     {str(k): int(v) for k, v in (c.get("ports") or {}).items()}))
         return out
 
     def __enter__(self) -> SimFleet:

@@ -42,13 +42,14 @@ class KubeClient:
                                  timeout=timeout)
 
     @classmethod
-    def from_kubeconfig(cls, path: Path) -> KubeClient:
-        """A client for the current context of a kubeconfig the sim wrote (token + embedded CA)."""
+    def from_kubeconfig(cls, path: Path, timeout: float = 30.0) -> KubeClient:
+        """A client for the current context of a kubeconfig the sim wrote (token + embedded CA);
+        `timeout` bounds every request (seconds)."""
         config = yaml.safe_load(path.read_text())
         context = next(c["context"] for c in config["contexts"] if c["name"] == config["current-context"])
         cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
         user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-        client = cls(cluster["server"], user["token"], None)
+        client = cls(cluster["server"], user["token"], None, timeout)
         ca = base64.b64decode(cluster["certificate-authority-data"]).decode()
         client.http = httpx.Client(base_url=cluster["server"], headers=dict(client.http.headers),
                                    verify=ssl.create_default_context(cadata=ca), timeout=client.http.timeout)

@@ -36,9 +36,13 @@ from components.labels import cloud_tags
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.clouds.aws import EFA_INTERFACES
-from modelplane.clouds.nodes import provisioned_node_labels
-from modelplane.clouds.nvidia import GPU_TAINT
-from modelplane.render.meta import LABEL_ROLE
+from modelplane.clouds.nodes import (
+    SYSTEM_POOL_LABELS,
+    SYSTEM_POOL_MAX_NODES,
+    SYSTEM_POOL_NODES,
+    provisioned_node_labels,
+    provisioned_node_taints,
+)
 from modelplane.storage import storage_class_manifest
 
 DEFAULT_AMI = "AL2023_x86_64_NVIDIA"
@@ -214,8 +218,9 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
     system = aws.eks.NodeGroup(
         f"{name}-system", cluster_name=cluster.name, node_role_arn=node_role, subnet_ids=private,
         instance_types=[settings.system_instance_type],
-        scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=1, min_size=1, max_size=2),
-        labels={LABEL_ROLE: "system"}, tags=tags, opts=opts)
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=SYSTEM_POOL_NODES, min_size=SYSTEM_POOL_NODES,
+                                                          max_size=SYSTEM_POOL_MAX_NODES),
+        labels=dict(SYSTEM_POOL_LABELS), tags=tags, opts=opts)
     for pool in pools:
         _gpu_node_group(name, pool, fleet, spec, cluster, node_role, network, opts)
     storage = _efs_storage(name, cluster, network, settings, opts, tags, system)
@@ -234,7 +239,6 @@ def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceClus
                               opts, tags)
     low = min(pool.node_count if pool.min_node_count is None else pool.min_node_count, pool.node_count)
     high = max(pool.max_node_count or pool.node_count, pool.node_count, 1)
-    taint = {**GPU_TAINT, "effect": TAINT_EFFECTS[GPU_TAINT["effect"]]}
     return aws.eks.NodeGroup(
         f"{name}-{pool.name}", cluster_name=cluster.name, node_role_arn=node_role,
         subnet_ids=[s.id for s in subnets],
@@ -247,7 +251,9 @@ def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceClus
                          if lt else None),
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=pool.node_count, min_size=low, max_size=high),
         labels=provisioned_node_labels(fleet, spec, pool),
-        taints=[aws.eks.NodeGroupTaintArgs(**taint)],
+        # The API spells effects in upper snake case (NO_SCHEDULE).
+        taints=[aws.eks.NodeGroupTaintArgs(**{**t, "effect": TAINT_EFFECTS[t["effect"]]})
+                for t in provisioned_node_taints(spec, pool)],
         tags=tags, opts=opts)
 
 

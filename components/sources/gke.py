@@ -29,9 +29,13 @@ from components.labels import gcp_labels
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.clouds.gcp import GkePoolSize, gke_pool_size, gpu_networking
-from modelplane.clouds.nodes import provisioned_node_labels
+from modelplane.clouds.nodes import (
+    SYSTEM_POOL_LABELS,
+    SYSTEM_POOL_MAX_NODES,
+    SYSTEM_POOL_NODES,
+    provisioned_node_labels,
+)
 from modelplane.clouds.nvidia import uses_nvidia_dra
-from modelplane.render.meta import LABEL_ROLE
 from modelplane.storage import storage_class_manifest
 
 
@@ -100,10 +104,11 @@ def gke_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: GcpAr
     system_zone = next((p.zones[0] for p in pools if p.zones), None)
     gcp.container.NodePool(
         f"{name}-system", cluster=cluster.name, location=source.region, project=settings.project,
-        node_locations=[system_zone] if system_zone else None, initial_node_count=1,
-        autoscaling=gcp.container.NodePoolAutoscalingArgs(total_min_node_count=1, total_max_node_count=2),
+        node_locations=[system_zone] if system_zone else None, initial_node_count=SYSTEM_POOL_NODES,
+        autoscaling=gcp.container.NodePoolAutoscalingArgs(total_min_node_count=SYSTEM_POOL_NODES,
+                                                          total_max_node_count=SYSTEM_POOL_MAX_NODES),
         node_config=gcp.container.NodePoolNodeConfigArgs(
-            machine_type=settings.system_machine_type, labels={LABEL_ROLE: "system"},
+            machine_type=settings.system_machine_type, labels=dict(SYSTEM_POOL_LABELS),
             resource_labels=gcp_labels(name)),
         opts=opts)
     for pool in pools:

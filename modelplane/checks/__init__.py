@@ -5,12 +5,14 @@ each policy is one module registering one function over a CheckContext, so both 
 ends (and the tests) call the same code without a policy server.
 """
 
-from __future__ import annotations
+from __future__ import annotations  # noqa: I001  (the checks below register in this order)
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from . import (  # noqa: F401  (importing registers the checks, in this order)
     usable_gpu_memory,
+    published_attributes,
     cache_revision,
     nixl,
     fabric,

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from modelplane.api import Fleet, InferenceCluster, NodePool
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# The system node group's instance type unless the stack sets aws.systemInstanceType.
+SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
 # EFA-capable network cards per instance type: one EFA interface per card (EC2 user guide,
 # "Maximize network bandwidth on EC2 instances with multiple network cards";
 # k8s-api-shapes.md §9.1: 32 on p5.48xlarge, 16 on p5en, 4 on p4d).

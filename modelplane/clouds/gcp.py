@@ -21,6 +21,8 @@ from typing import Literal
 from modelplane.api import NodePool
 
 GpuNetworking = Literal["TCPX", "TCPXO", "RDMA"]
+# The system node pool's machine type unless the stack sets gcp.systemMachineType.
+SYSTEM_MACHINE_TYPE = "e2-standard-4"
 # (machine-type prefix, networking, extra NICs per node)
 MACHINE_NETWORKING: tuple[tuple[str, GpuNetworking, int], ...] = (
     ("a3-highgpu-", "TCPX", 4),

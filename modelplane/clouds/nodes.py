@@ -1,12 +1,21 @@
-"""The labels and taints our provisioned (EKS/GKE) GPU node pools carry. The NVIDIA DRA
-kubelet plugin's affinity they must satisfy is in modelplane.clouds.nvidia."""
+"""The labels and taints our provisioned (EKS/GKE) node pools carry: one system pool per
+cluster (the gateways, the drivers' controllers and everything else without a GPU run there)
+and one GPU pool per fleet pool. The NVIDIA DRA kubelet plugin's affinity the GPU pools must
+satisfy is in modelplane.clouds.nvidia; the simulated clusters (modelplane.nodes) build their
+EKS/GKE nodes from these."""
 
 from __future__ import annotations
 
 from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.render.meta import LABEL_POOL
+from modelplane.render.meta import LABEL_POOL, LABEL_ROLE
 
 from .nvidia import GKE_NO_DEFAULT_DEVICE_PLUGIN, GPU_PRESENT_LABEL, GPU_TAINT, uses_nvidia_dra
+
+# The system node group (EKS) / node pool (GKE) of every cluster we provision: its labels and
+# the nodes it starts with (EKS scaling desired 1 of 1..2; GKE 1 node, autoscaled 1..2).
+SYSTEM_POOL_LABELS = {LABEL_ROLE: "system"}
+SYSTEM_POOL_NODES = 1
+SYSTEM_POOL_MAX_NODES = 2
 
 
 def provisioned_node_labels(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> dict[str, str]:

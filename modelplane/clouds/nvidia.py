@@ -26,6 +26,10 @@ GKE_NO_DEFAULT_DEVICE_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"
 GPU_TAINT_KEY = "nvidia.com/gpu"
 # The taint our EKS GPU node groups declare; GKE puts the same key on GPU nodes itself.
 GPU_TAINT = {"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
+# What tolerates it: our GPU pods, the EFA device plugin and the DRA driver's kubelet plugin
+# (the chart's default `kubeletPlugin.tolerations` is exactly this one, values.yaml above).
+GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+DRA_KUBELET_PLUGIN_TOLERATIONS: tuple[dict[str, str], ...] = (GPU_TOLERATION,)
 
 NodeSelectorTerm = Mapping[str, Any]
 

@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 # The supervisor lives outside the pure core (it starts processes); this command is its CLI.
-from sim import SimError, SimFleet
-
-DEFAULT_STATE_DIR = ".modelplane/sim"
+from sim import DEFAULT_STATE_DIR, SimError, SimFleet
 
 
 def add_parser(subparsers: Any) -> None:

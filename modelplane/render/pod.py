@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from modelplane.clouds.nvidia import GPU_TOLERATION
+
 from .cache import wait_for_cache_container
 from .context import MemberContext
 from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
@@ -21,9 +23,8 @@ from .mock_engine import mock_engine_volume, ships_mock_engine
 from .names import lws_name, podcliqueset_name, workload_name
 from .pd_router import BOOTSTRAP_ANNOTATION, bootstrap_port, sglang_pd
 
-# Provisioned GPU pools carry nvidia.com/gpu=true:NoSchedule, and DRA pods (which never
-# ask for the nvidia.com/gpu extended resource) do not get this toleration for free.
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+# Provisioned GPU pools carry the GPU taint (modelplane.clouds.nvidia), and DRA pods (which
+# never ask for the nvidia.com/gpu extended resource) do not get its toleration for free.
 
 
 def workload_object_name(m: MemberContext) -> str:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import Fleet, InferenceCluster
+from modelplane.clouds.nvidia import GPU_TOLERATION, NVIDIA_DRIVER
 
 from .meta import KAI_QUEUE, MODELEXPRESS_NAME, MODELEXPRESS_PORT, Manifest, component_labels, metadata
 
@@ -30,7 +31,7 @@ MODELEXPRESS_REDIS_IMAGE = "redis:7.4-alpine"
 # Queue never reports; other tools ignore the annotation.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
 DRA_EXAMPLE_DRIVER = "gpu.example.com"
-DRA_NVIDIA_DRIVER = "gpu.nvidia.com"
+DRA_NVIDIA_DRIVER = NVIDIA_DRIVER
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def chart_specs(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpe
         # The plugin's default tolerations are empty, and our GPU nodes are tainted
         # nvidia.com/gpu:NoSchedule (aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml).
         charts.append(chart("aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin", {
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}))
+            "tolerations": [dict(GPU_TOLERATION)]}))
     return charts
 
 

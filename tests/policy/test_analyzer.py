@@ -11,7 +11,7 @@ from .analyzer import POLICIES, Analyzer, secret
 
 PLACEMENT = "pulumi-python:dynamic/modelplane:FleetPlacement"
 EXPECTED_LEVELS = {
-    "usable-gpu-memory": "mandatory", "cache-revision-match": "mandatory",
+    "usable-gpu-memory": "mandatory", "published-device-attributes": "mandatory", "cache-revision-match": "mandatory",
     "prefill-decode-needs-nixl": "mandatory", "fabric": "mandatory", "fabric-multi-node-tcp": "advisory",
     "replicas-fully-scheduled": "mandatory", "pool-label-on-existing-clusters": "mandatory",
     "declared-capacity": "advisory", "kind-node-image": "mandatory", "secrets": "mandatory",

@@ -84,8 +84,9 @@ def test_silent_failures_fail_the_preview_with_each_violation(preview):
     assert result.returncode != 0
     out = result.stdout
     assert "❌ modelplane@v0.1.0" in out
-    for policy in ("usable-gpu-memory", "cache-revision-match", "prefill-decode-needs-nixl", "fabric",
-                   "replicas-fully-scheduled", "pool-label-on-existing-clusters", "kind-node-image", "secrets"):
+    for policy in ("usable-gpu-memory", "published-device-attributes", "cache-revision-match",
+                   "prefill-decode-needs-nixl", "fabric", "replicas-fully-scheduled",
+                   "pool-label-on-existing-clusters", "kind-node-image", "secrets"):
         assert f"- [mandatory]  {policy}  (pulumi-python:dynamic/modelplane:FleetPlacement: placement)" in out
     for policy in ("declared-capacity", "fabric-multi-node-tcp"):
         assert f"- [advisory]  {policy}  (pulumi-python:dynamic/modelplane:FleetPlacement: placement)" in out

@@ -90,7 +90,10 @@ def test_the_generator_covers_both_sides():
     replicas are generated."""
     seen = {"refusing": 0, "cached-placed": 0}
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    # Derandomized: whether 60 random fleets happen to include a placed cached replica is luck
+    # (it failed about once in a few dozen runs); a fixed sequence makes the guard deterministic.
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True,
+              database=None)
     @given(fleets_with_caches())
     def probe(docs):
         fleet = load_documents(copy.deepcopy(docs))

@@ -16,7 +16,11 @@ import pytest
 
 from modelplane.api import load_manifests
 from sim import SimError, SimFleet, SimTools, find_tools
+from sim.fleet import port_listening
+from tests.engine.conftest import PROGRAM_FILES
+from tests.engine.conftest import _engine_environment as engine_environment
 from tests.loud_skip import LoudSkips
+from tests.sim.stack import SimStack, make_sim_stack, remove_sim_stack, remove_stale_stack_files
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,10 +28,14 @@ REPO = Path(__file__).resolve().parents[2]
 SKIPS = LoudSkips("SIMULATED CLUSTERS NOT AVAILABLE, sim test NOT RUN",
                   "tests/sim SKIPPED: no real control plane was exercised",
                   "Build the tools with scripts/bootstrap-tools --only sim (docs/sim.md).")
+STACK_SKIPS = LoudSkips("REAL PULUMI ENGINE NOT AVAILABLE, sim stack test NOT RUN",
+                        "tests/sim stack tests SKIPPED: `pulumi up -s sim` was not exercised",
+                        "Build the tools with scripts/bootstrap-tools (docs/engine-tools.md).")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     SKIPS.summary(terminalreporter)
+    STACK_SKIPS.summary(terminalreporter)
 
 
 @pytest.fixture(scope="session")
@@ -65,8 +73,95 @@ def start_fleet(sim_tools: SimTools, tmp_path: Path) -> Iterator[Callable[..., t
         started.append(sim)
         return sim, sim.up(fleet, source=str(manifests))
 
-    yield start
-    for sim in started:
-        if sim.state_file.exists():
-            sim.down()
-        assert not processes_mentioning(str(sim.state_dir)), f"processes of {sim.state_dir} survived teardown"
+    try:
+        yield start
+    finally:
+        for sim in started:
+            stop_and_check(sim)
+
+
+def stop_and_check(sim: SimFleet) -> None:
+    """`sim down`, then no process of the fleet and no port it used is left."""
+    ports = [port for row in sim.status() for port in row.ports.values()]
+    if sim.state_file.exists():
+        sim.down()
+    assert not processes_mentioning(str(sim.state_dir)), f"processes of {sim.state_dir} survived `sim down`"
+    assert [p for p in ports if port_listening(p)] == [], f"ports of {sim.state_dir} still listen"
+
+
+@pytest.fixture(scope="module")
+def module_fleet(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[Callable[[str | Path], tuple[SimFleet, dict[str, Path]]]]:
+    """module_fleet(manifests) -> (SimFleet, {cluster: kubeconfig}): simulated clusters shared by the
+    tests of one module, stopped at its end (no process, no listening port left)."""
+    started: list[SimFleet] = []
+
+    def start(manifests: str | Path) -> tuple[SimFleet, dict[str, Path]]:
+        path = REPO / manifests if not Path(manifests).is_absolute() else Path(manifests)
+        sim = SimFleet(tmp_path_factory.mktemp("sim") / "state", tools=sim_tools)
+        started.append(sim)
+        return sim, sim.up(load_manifests(path), source=str(manifests))
+
+    try:
+        yield start
+    finally:
+        for sim in started:
+            stop_and_check(sim)
+
+
+@pytest.fixture(scope="session")
+def sim_engine(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """scripts/engine-env's environment with a temp `file://` backend and PULUMI_HOME for the sim
+    stack tests; skipped loudly (a failure with MODELPLANE_REQUIRE_ENGINE=1) without the engine."""
+    missing = [p for p in [*PROGRAM_FILES, "stacks/Pulumi.sim.yaml"] if not (REPO / p).exists()]
+    if missing:
+        STACK_SKIPS.skip(f"the Pulumi program is incomplete, missing: {', '.join(missing)}")
+    env, why = engine_environment()
+    if env is None:
+        STACK_SKIPS.skip(why)
+    assert env is not None
+    work = tmp_path_factory.mktemp("sim-engine")
+    (work / "state").mkdir()
+    (work / "home").mkdir()
+    remove_stale_stack_files()
+    return {**env, "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "PULUMI_HOME": str(work / "home"),
+            "PULUMI_CONFIG_PASSPHRASE": env.get("PULUMI_CONFIG_PASSPHRASE") or "modelplane-sim-tests"}
+
+
+class StackFactory:
+    """factory(manifests, state_dir, config=None) -> SimStack; close() destroys and removes them all."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.made: list[SimStack] = []
+
+    def __call__(self, manifests: Path, state_dir: Path, config: dict[str, Any] | None = None) -> SimStack:
+        stack = make_sim_stack(self.env, manifests, state_dir, config)
+        self.made.append(stack)
+        return stack
+
+    def close(self) -> None:
+        for stack in self.made:
+            remove_sim_stack(stack)
+
+
+@pytest.fixture
+def sim_stack(sim_engine: dict[str, str]) -> Iterator[StackFactory]:
+    """sim_stack(manifests, state_dir, config=None) -> SimStack (tests/sim/stack.py), destroyed
+    and removed at teardown, whatever happened. Request it after the fleet fixture, so it is
+    torn down first (destroy while the simulated clusters still run)."""
+    factory = StackFactory(sim_engine)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+@pytest.fixture(scope="module")
+def module_sim_stack(sim_engine: dict[str, str]) -> Iterator[StackFactory]:
+    """sim_stack for stacks shared by the tests of one module (request it after module_fleet)."""
+    factory = StackFactory(sim_engine)
+    try:
+        yield factory
+    finally:
+        factory.close()

@@ -36,6 +36,12 @@ metadata: {name: solo}
 spec:
   cluster: {source: Kind}
   nodePools: [{name: gpu, className: fake-gpu, nodeCount: 1}]
+---
+# The control-plane gateway on solo, so `up` starts no control cluster besides it.
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceGateway
+metadata: {name: default}
+spec: {backend: Traefik, traefik: {version: 41.3.0}, clusterName: solo}
 """
 
 

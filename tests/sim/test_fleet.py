@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,26 +13,18 @@ from typing import Any
 import pytest
 
 from modelplane.api import load_manifests
+from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, DRA_KUBELET_PLUGIN_TOLERATIONS
 from modelplane.nodes import cluster_nodes, device_classes, resource_slices
 from sim import KubeClient, SimFleet, SimTools
 from sim.fleet import port_listening
 
 from .conftest import REPO, processes_mentioning
+from .stack import wait_for
 
 pytestmark = pytest.mark.sim
 
 AWS = REPO / "examples" / "aws"
 POOL = "modelplane.ai/pool"
-
-
-def wait_for(what: str, check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.3)
 
 
 def sim_cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[str]:
@@ -42,17 +33,10 @@ def sim_cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess[s
 
 
 @pytest.fixture(scope="module")
-def aws_sim(sim_tools: SimTools,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimFleet, dict[str, Path]]]:
+def aws_sim(module_fleet: Any) -> tuple[SimFleet, dict[str, Path]]:
     """The EKS-shaped fleet of examples/aws, started once for this module."""
-    sim = SimFleet(tmp_path_factory.mktemp("aws-sim") / "state", tools=sim_tools)
-    try:
-        kubeconfigs = sim.up(load_manifests(AWS), source=str(AWS))
-        yield sim, kubeconfigs
-    finally:
-        if sim.state_file.exists():
-            sim.down()
-        assert not processes_mentioning(str(sim.state_dir))
+    started: tuple[SimFleet, dict[str, Path]] = module_fleet(AWS)
+    return started
 
 
 @pytest.fixture(scope="module")
@@ -65,15 +49,20 @@ def east(aws_sim: tuple[SimFleet, dict[str, Path]]) -> Iterator[KubeClient]:
 
 def test_kind_fleet_up_status_down_through_the_cli(sim_tools: SimTools, tmp_path: Path) -> None:
     """`sim up examples/kind` starts both regions with one Ready kwok node each, labelled with its
-    pool, an 80Gi gpu.example.com device and its DeviceClass; `status` lists both as running;
+    pool, an 80Gi gpu.example.com device and its DeviceClass, and the control cluster the stacks put
+    the control-plane gateway on; `status` lists them as running;
     `down` leaves no process, no listening port and no state directory."""
     state = tmp_path / "state"
     up = sim_cli("up", "examples/kind", "--state-dir", str(state))
     assert up.returncode == 0, up.stderr
-    assert "2 simulated cluster(s) running" in up.stdout
+    assert "3 simulated cluster(s) running" in up.stdout
     try:
         record = json.loads((state / "sim.json").read_text())
-        assert sorted(record["clusters"]) == ["eu-west", "us-east"]
+        # the fleet's two regions, and the stacks' control cluster (the InferenceGateway names none)
+        assert sorted(record["clusters"]) == ["control", "eu-west", "us-east"]
+        with KubeClient.from_kubeconfig(state / "control" / "kubeconfig") as kube:
+            (node,) = kube.items("/api/v1/nodes")
+            assert node["metadata"]["name"] == "control-control-plane" and not node["spec"].get("taints")
         for name in ("eu-west", "us-east"):
             with KubeClient.from_kubeconfig(state / name / "kubeconfig") as kube:
                 assert kube.get("/version")["gitVersion"] == "v1.36.3"
@@ -94,7 +83,7 @@ def test_kind_fleet_up_status_down_through_the_cli(sim_tools: SimTools, tmp_path
     finally:
         down = sim_cli("down", "--state-dir", str(state), timeout=120)
     assert down.returncode == 0, down.stderr
-    assert "stopped 2 simulated cluster(s): eu-west, us-east" in down.stdout
+    assert "stopped 3 simulated cluster(s): control, eu-west, us-east" in down.stdout
     pids = [p["pid"] for c in record["clusters"].values() for p in c["processes"]]
     ports = [port for c in record["clusters"].values() for port in c["ports"].values()]
     assert len(pids) >= 10  # etcd, apiserver, controller-manager, scheduler, kwok per cluster
@@ -108,15 +97,20 @@ def test_kind_fleet_up_status_down_through_the_cli(sim_tools: SimTools, tmp_path
 def test_eks_nodes_carry_the_node_group_profile_and_publish_nvidia_devices(
         aws_sim: tuple[SimFleet, dict[str, Path]], east: KubeClient) -> None:
     """Nodes, slices and classes on the API server are exactly what modelplane.nodes derives: EKS
-    node-group labels, the GPU taint, p5.48xlarge allocatable, 8 H100s at the usable 81559Mi."""
+    node-group labels, the GPU taint, p5.48xlarge allocatable, 8 H100s at the usable 81559Mi; and
+    the untainted system node of the system node group."""
     fleet = load_manifests(AWS)
     cluster = fleet.clusters["aws-us-east"]
     want = cluster_nodes(fleet, cluster)
     nodes = {n["metadata"]["name"]: n for n in east.items("/api/v1/nodes")}
     assert sorted(nodes) == sorted(n.name for n in want)
     for shape in want:
+        assert nodes[shape.name]["metadata"]["labels"] == shape.labels
+    (system,) = [nodes[s.name] for s in want if not s.pool]
+    assert system["metadata"]["labels"]["modelplane.ai/role"] == "system" and not system["spec"].get("taints")
+    want = [shape for shape in want if shape.pool]
+    for shape in want:
         node = nodes[shape.name]
-        assert node["metadata"]["labels"] == shape.labels
         assert node["metadata"]["labels"]["eks.amazonaws.com/nodegroup"] == "aws-us-east-h100-efa"
         assert node["metadata"]["labels"]["node.kubernetes.io/instance-type"] == "p5.48xlarge"
         assert node["spec"]["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
@@ -130,9 +124,9 @@ def test_eks_nodes_carry_the_node_group_profile_and_publish_nvidia_devices(
         assert {d["attributes"]["productName"]["string"] for d in got["devices"]} == {"NVIDIA H100 80GB HBM3"}
     names = [c["metadata"]["name"] for c in east.items("/apis/resource.k8s.io/v1/deviceclasses")]
     assert names == [c["metadata"]["name"] for c in device_classes(fleet, cluster)] == ["gpu.nvidia.com"]
-    # one pool of the other region: declared nodeCount (1), not maxNodeCount (2)
+    # one pool of the other region: declared nodeCount (1), not maxNodeCount (2), + the system node
     with KubeClient.from_kubeconfig(aws_sim[1]["aws-us-west"]) as west:
-        assert len(west.items("/api/v1/nodes")) == 1
+        assert len(west.items("/api/v1/nodes", {"labelSelector": POOL})) == 1
 
 
 def _gpu_workload(kube: KubeClient, name: str, memory: str) -> None:
@@ -215,3 +209,63 @@ def test_leaderworkerset_creates_its_group(aws_sim: tuple[SimFleet, dict[str, Pa
     assert indices == ["0", "1", "2"]
     sets = east.items("/apis/apps/v1/namespaces/gang/statefulsets")
     assert sorted(s["metadata"]["name"] for s in sets) == ["llama", "llama-0"]
+
+
+# ------------------------------------------------------------------------------------ issue 12's sim contract
+
+def _plugin_nodes(kube: KubeClient, namespace: str) -> set[str]:
+    """Nodes the real DaemonSet controller and kube-scheduler ran the kubelet-plugin pods on,
+    once the DaemonSet says every pod it wants is ready."""
+    def settled() -> set[str] | None:
+        ds = kube.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/kubelet-plugin")
+        st = ds.get("status") or {}
+        pods = [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": "app=kubelet-plugin"})
+                if p.get("status", {}).get("phase") == "Running"]
+        if st.get("observedGeneration") != ds["metadata"]["generation"] or not st.get("desiredNumberScheduled"):
+            return None
+        if st.get("numberReady") != st["desiredNumberScheduled"] or len(pods) != st["desiredNumberScheduled"]:
+            return None
+        return {p["spec"]["nodeName"] for p in pods}
+    nodes: set[str] = wait_for("the kubelet-plugin DaemonSet to settle", settled, timeout=90)
+    return nodes
+
+
+def _create_kubelet_plugin(kube: KubeClient, namespace: str) -> None:
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, exist_ok=True)
+    kube.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "kubelet-plugin",
+                                                                           "namespace": namespace},
+                 "spec": {"selector": {"matchLabels": {"app": "kubelet-plugin"}},
+                          "template": {"metadata": {"labels": {"app": "kubelet-plugin"}}, "spec": {
+                              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                                  "nodeSelectorTerms": [dict(t) for t in DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS]}}},
+                              "tolerations": [dict(t) for t in DRA_KUBELET_PLUGIN_TOLERATIONS],
+                              "containers": [{"name": "gpus", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0"}],
+                          }}}})
+
+
+def test_nvidia_dra_kubelet_plugin_node_affinity_matches_every_simulated_eks_and_gke_gpu_node(
+        aws_sim: tuple[SimFleet, dict[str, Path]], start_fleet: Any) -> None:
+    """Rule: the NVIDIA DRA driver's kubelet plugin (the DaemonSet that publishes ResourceSlices)
+    runs only on nodes matching its chart's required node affinity, tolerating the GPU taint
+    (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, deployments/helm/dra-driver-nvidia-gpu/values.yaml,
+    `kubeletPlugin.affinity` and `kubeletPlugin.tolerations`, held in modelplane.clouds.nvidia).
+    On simulated EKS (examples/aws) and GKE (examples/gcp) clusters, whose nodes carry exactly the
+    labels our node pools give real ones (modelplane.nodes on modelplane.clouds.nodes), a DaemonSet
+    with that affinity and those tolerations gets a pod from the real DaemonSet controller and
+    kube-scheduler on every GPU node, and none on the system node, which has no
+    nvidia.com/gpu.present."""
+    _, gcp = start_fleet("examples/gcp")
+    clusters = [(AWS, name, path) for name, path in aws_sim[1].items()]
+    clusters += [(REPO / "examples" / "gcp", name, path) for name, path in gcp.items()]
+    assert {load_manifests(f).clusters[n].source for f, n, _ in clusters} == {"EKS", "GKE"}
+    for manifests, name, kubeconfig in clusters:
+        fleet = load_manifests(manifests)
+        shapes = cluster_nodes(fleet, fleet.clusters[name])
+        gpu = {s.name for s in shapes if s.pool}
+        assert gpu and gpu != {s.name for s in shapes}, f"{name}: want GPU nodes and a node without GPUs"
+        with KubeClient.from_kubeconfig(kubeconfig) as kube:
+            present = {n["metadata"]["name"] for n in kube.items("/api/v1/nodes",
+                                                                 {"labelSelector": "nvidia.com/gpu.present=true"})}
+            assert present == gpu, f"{name}: nvidia.com/gpu.present on {present}, GPU nodes {gpu}"
+            _create_kubelet_plugin(kube, "nvidia-dra-driver-gpu")
+            assert _plugin_nodes(kube, "nvidia-dra-driver-gpu") == gpu, name

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from modelplane.api import load_manifest_text, load_manifests
+from modelplane.clouds.nodes import SYSTEM_POOL_LABELS, provisioned_node_labels
 from modelplane.nodes import GPU_TAINT, cluster_nodes, device_classes, published_devices, resource_slices
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,31 +57,79 @@ def test_kind_workers_carry_only_the_pool_label_and_no_taint() -> None:
 
 def test_eks_nodes_carry_the_managed_node_group_labels_and_the_gpu_taint() -> None:
     fleet = load_manifests(REPO / "examples" / "aws")
-    nodes = cluster_nodes(fleet, fleet.clusters["aws-us-east"])
-    assert len(nodes) == 2  # nodeCount
-    labels = only_labels(nodes[0].labels)
+    cluster = fleet.clusters["aws-us-east"]
+    nodes = cluster_nodes(fleet, cluster)
+    gpu = [n for n in nodes if n.pool]
+    assert len(gpu) == 2  # nodeCount
+    labels = only_labels(gpu[0].labels)
     assert labels.pop("eks.amazonaws.com/nodegroup-image").startswith("ami-")
     assert labels == {
         "eks.amazonaws.com/nodegroup": "aws-us-east-h100-efa", "eks.amazonaws.com/capacityType": "ON_DEMAND",
         "node.kubernetes.io/instance-type": "p5.48xlarge", "topology.kubernetes.io/region": "us-east-1",
-        "topology.kubernetes.io/zone": "us-east-1a", POOL: "h100-efa"}
-    assert nodes[0].name.startswith("ip-10-") and nodes[0].name.endswith(".us-east-1.compute.internal")
-    assert nodes[0].taints == [GPU_TAINT] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    assert nodes[0].allocatable == {"cpu": "192", "memory": "2048Gi", "pods": "110"}
-    # declared nodeCount, not maxNodeCount
-    assert len(cluster_nodes(fleet, fleet.clusters["aws-us-west"])) == 1
+        "topology.kubernetes.io/zone": "us-east-1a", POOL: "h100-efa", "nvidia.com/gpu.present": "true"}
+    # what our node group sets, from its one home
+    assert provisioned_node_labels(fleet, cluster, cluster.gpu_pools[0]).items() <= gpu[0].labels.items()
+    assert gpu[0].name.startswith("ip-10-") and gpu[0].name.endswith(".us-east-1.compute.internal")
+    assert gpu[0].taints == [GPU_TAINT] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    # p5.48xlarge; its EFA pool's 32 interfaces, as the EFA device plugin advertises them
+    assert gpu[0].allocatable == {"cpu": "192", "memory": "2048Gi", "pods": "110", "vpc.amazonaws.com/efa": "32"}
+    west = load_manifests(REPO / "examples" / "aws").clusters["aws-us-west"]
+    assert "vpc.amazonaws.com/efa" not in cluster_nodes(fleet, west)[0].allocatable  # no EFA fabric there
+    # declared nodeCount, not maxNodeCount (+ the system node)
+    assert len(cluster_nodes(fleet, fleet.clusters["aws-us-west"])) == 2
 
 
-def test_gke_nodes_carry_the_node_pool_and_accelerator_labels() -> None:
+def test_gke_nodes_carry_the_node_pool_accelerator_and_dra_labels() -> None:
     fleet = load_manifests(REPO / "examples" / "gcp")
-    nodes = cluster_nodes(fleet, fleet.clusters["gcp-us-central"])
+    nodes = [n for n in cluster_nodes(fleet, fleet.clusters["gcp-us-central"]) if n.pool]
     assert len(nodes) == 2
     assert only_labels(nodes[1].labels) == {
         "cloud.google.com/gke-nodepool": "h200", "cloud.google.com/gke-accelerator": "nvidia-h200-141gb",
         "cloud.google.com/gke-accelerator-count": "8", "node.kubernetes.io/instance-type": "a3-ultragpu-8g",
-        "topology.kubernetes.io/region": "us-central1", "topology.kubernetes.io/zone": "us-central1-b", POOL: "h200"}
+        "topology.kubernetes.io/region": "us-central1", "topology.kubernetes.io/zone": "us-central1-b", POOL: "h200",
+        "nvidia.com/gpu.present": "true", "gke-no-default-nvidia-gpu-device-plugin": "true"}
     assert nodes[0].name.startswith("gke-gcp-us-central-h200-")
     assert nodes[0].taints == [GPU_TAINT]
+
+
+@pytest.mark.parametrize(("example", "cluster", "own"), [
+    pytest.param("aws", "aws-us-east", {"eks.amazonaws.com/nodegroup": "aws-us-east-system",
+                                        "eks.amazonaws.com/capacityType": "ON_DEMAND",
+                                        "node.kubernetes.io/instance-type": "m6i.xlarge",
+                                        "topology.kubernetes.io/region": "us-east-1",
+                                        "topology.kubernetes.io/zone": "us-east-1a"}, id="EKS system node group"),
+    pytest.param("gcp", "gcp-us-central", {"cloud.google.com/gke-nodepool": "system",
+                                           "node.kubernetes.io/instance-type": "e2-standard-4",
+                                           "topology.kubernetes.io/region": "us-central1",
+                                           "topology.kubernetes.io/zone": "us-central1-b"}, id="GKE system pool"),
+])
+def test_provisioned_clusters_have_one_untainted_system_node(example: str, cluster: str, own: dict[str, str]) -> None:
+    """Our EKS and GKE clusters get a system pool besides the GPU pools (components/sources); the
+    gateways run there, since every GPU node is tainted."""
+    fleet = load_manifests(REPO / "examples" / example)
+    (system,) = [n for n in cluster_nodes(fleet, fleet.clusters[cluster]) if not n.pool]
+    labels = only_labels(system.labels)
+    labels.pop("eks.amazonaws.com/nodegroup-image", None)
+    assert labels == {**own, **SYSTEM_POOL_LABELS} and SYSTEM_POOL_LABELS == {"modelplane.ai/role": "system"}
+    assert system.taints == []
+    assert system.allocatable == {"cpu": "4", "memory": "16Gi", "pods": "110"}
+    assert [s for s in resource_slices(fleet, fleet.clusters[cluster], [system])] == []
+
+
+def test_kind_and_existing_clusters_have_no_system_node() -> None:
+    fleet = load_manifests(REPO / "examples" / "kind")
+    assert all(n.pool for n in cluster_nodes(fleet, fleet.clusters["eu-west"]))
+    byo = load_manifest_text(existing(""))
+    assert all(n.pool for n in cluster_nodes(byo, byo.clusters["byo"]))
+
+
+def test_a_kind_cluster_without_workers_schedules_on_its_control_plane() -> None:
+    """The kind stack's control cluster: one node, kind's `<name>-control-plane`, untainted."""
+    fleet = load_manifest_text("apiVersion: modelplane.ai/v1alpha1\nkind: InferenceCluster\n"
+                               "metadata: {name: control}\nspec: {cluster: {source: Kind, kind: {}}}\n")
+    (node,) = cluster_nodes(fleet, fleet.clusters["control"])
+    assert node.name == "control-control-plane" and node.pool == "" and node.taints == []
+    assert only_labels(node.labels) == {"node-role.kubernetes.io/control-plane": ""}
 
 
 @pytest.mark.parametrize(("pool_label", "want"), [
@@ -115,6 +164,77 @@ def test_nvidia_devices_publish_the_usable_memory_whatever_the_class_declares(de
     again = published_devices(cls, cls.spec.devices[0], "node-a")
     assert devices == again
     assert devices[0]["attributes"]["uuid"] != devices[1]["attributes"]["uuid"]
+
+
+DEVICE = """\
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {name: c}
+spec:%s
+  devices:
+  - {name: gpu, driver: %s, deviceClassName: %s, count: 1, attributes: {%s}, capacity: {%s}}
+"""
+P5 = ("\n  provisioning: {provider: EKS, eks: {instanceType: p5.48xlarge, "
+      "accelerator: {type: nvidia-h100-80gb, count: 8}}}")
+NVIDIA = ("gpu.nvidia.com", "gpu.nvidia.com")
+EXAMPLE = ("gpu.example.com", "gpu.example.com")
+
+
+@pytest.mark.parametrize(("provisioning", "driver", "attributes", "capacity", "want_attributes", "want_capacity"), [
+    pytest.param(P5, NVIDIA, "productName: {string: H100}", "memory: {value: 80Gi}",
+                 {"productName": {"string": "NVIDIA H100 80GB HBM3"}, "architecture": {"string": "Hopper"},
+                  "cudaComputeCapability": {"version": "9.0.0"}}, {"memory": {"value": "81559Mi"}},
+                 id="an identified product publishes NVML's name, architecture and memory, whatever the class says"),
+    pytest.param("", NVIDIA, "productName: {string: NVIDIA H100 80GB HBM3}, architecture: {string: Ampere}, "
+                 "cudaComputeCapability: {version: 8.0.0}", "memory: {value: 81559Mi}",
+                 {"architecture": {"string": "Hopper"}, "cudaComputeCapability": {"version": "9.0.0"}}, {},
+                 id="an identified product's architecture and compute capability, not the declared ones"),
+    pytest.param("", NVIDIA, "productName: {string: NVIDIA A100 80GB PCIe}", "memory: {value: 80Gi}",
+                 {"productName": {"string": "NVIDIA A100 80GB PCIe"}, "architecture": {"string": "Ampere"}}, {},
+                 id="the variant the class names when it is one of the product's NVML names"),
+    pytest.param("", NVIDIA, "productName: {string: Custom GPU}, architecture: {string: Hopper}, "
+                 "driverVersion: {version: 550.54.15}", "memory: {value: 40Gi}",
+                 {"productName": {"string": "Custom GPU"}, "architecture": {"string": "Hopper"},
+                  "driverVersion": {"version": "550.54.15"}, "cudaDriverVersion": {"version": "13.0.0"}},
+                 {"memory": {"value": "40Gi"}},
+                 id="an unidentified product and the host driver stack: what the class declares"),
+    pytest.param("", NVIDIA, "computeCapability: {version: 9.0.0}, addressingMode: {string: ATS}, "
+                 "driverVersion: {string: '580'}", "memory: {value: 40Gi}, bandwidth: {value: 1T}",
+                 {"computeCapability": None, "addressingMode": {"string": "ATS"},
+                  "driverVersion": {"version": "580.126.20"}}, {"bandwidth": None},
+                 id="keys the driver never publishes are not published; a value of another type is not used"),
+    pytest.param("", EXAMPLE, "model: {string: H100}, productName: {string: H100}", "memory: {value: 40Gi}",
+                 {"model": {"string": "LATEST-GPU-MODEL"}, "driverVersion": {"version": "1.0.0"},
+                  "index": {"int": 0}, "productName": None},
+                 {"memory": {"value": "80Gi"}, "compute": {"value": "100"}},
+                 id="the example driver publishes its fixed values"),
+    pytest.param("", ("gpu.nvidia.com", "mig.nvidia.com"), "profile: {string: 1g.10gb}", "memory: {value: 10Gi}",
+                 {"profile": {"string": "1g.10gb"}, "type": None}, {"memory": {"value": "10Gi"}},
+                 id="device classes the sim does not model: the class verbatim"),
+])
+def test_published_devices_are_what_the_driver_would_publish(provisioning, driver, attributes, capacity,
+                                                             want_attributes, want_capacity) -> None:
+    fleet = load_manifest_text(DEVICE % (provisioning, *driver, attributes, capacity))
+    cls = fleet.classes["c"]
+    (device,) = published_devices(cls, cls.spec.devices[0], "node-a")
+    assert {k: device["attributes"].get(k) for k in want_attributes} == want_attributes, device
+    assert {k: device["capacity"].get(k) for k in want_capacity} == want_capacity, device
+
+
+def test_only_the_nvidia_charts_gpu_device_class_selects_full_gpus() -> None:
+    mig = DEVICE.replace("name: c", "name: m") % ("", "gpu.nvidia.com", "mig.nvidia.com", "", "memory: {value: 10Gi}")
+    fleet = load_manifest_text(DEVICE % ("", *NVIDIA, "", "memory: {value: 40Gi}") + "---\n" + mig + """---
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: byo}
+spec:
+  cluster: {source: Existing, existing: {}}
+  nodePools: [{name: a, className: c, nodeCount: 1}, {name: b, className: m, nodeCount: 1}]
+""")
+    assert {c["metadata"]["name"]: c["spec"]["selectors"][0]["cel"]["expression"]
+            for c in device_classes(fleet, fleet.clusters["byo"])} == {
+        "gpu.nvidia.com": "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'",
+        "mig.nvidia.com": "device.driver == 'gpu.nvidia.com'"}
 
 
 def test_gke_class_without_product_attribute_is_identified_by_its_accelerator() -> None:

@@ -300,3 +300,29 @@ def test_selector_cache_reuses_results_for_an_equal_view_but_not_an_edited_one()
     assert cache.evaluations == 1
     assert cache.matches(expr, "pool-class", "gpu", edited) is False  # same names, new content
     assert cache.evaluations == 2
+
+
+def _key(map_: str, domain: str, name: str) -> cel.DeviceKey:
+    return cel.DeviceKey(map_, domain, name)
+
+
+@pytest.mark.parametrize(("expression", "want"), [
+    pytest.param('device.attributes["gpu.nvidia.com"].productName == "x"',
+                 [_key("attributes", "gpu.nvidia.com", "productName")], id="field selection"),
+    pytest.param('device.attributes["gpu.nvidia.com"]["productName"] == "x"',
+                 [_key("attributes", "gpu.nvidia.com", "productName")], id="index with a literal"),
+    pytest.param('device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("79Gi")) >= 0 && '
+                 'has(device.attributes["resource.kubernetes.io"].pcieRoot) && '
+                 'device.attributes["gpu.nvidia.com"].architecture == "Hopper" && '
+                 'device.capacity["gpu.nvidia.com"].memory.isGreaterThan(quantity("1Gi"))',
+                 [_key("capacity", "gpu.nvidia.com", "memory"),
+                  _key("attributes", "resource.kubernetes.io", "pcieRoot"),
+                  _key("attributes", "gpu.nvidia.com", "architecture")], id="in source order, once each, inside has()"),
+    pytest.param("device.attributes[r'd'].x == 1", [_key("attributes", "d", "x")], id="raw string literal"),
+    pytest.param('"gpu.nvidia.com" in device.attributes && device.driver == "x"', [], id="no key named"),
+    pytest.param('cel.bind(a, device.attributes["d"], a.x == 1)', [], id="a key reached through a variable"),
+    pytest.param('device.attributes["d"].exists(k, k == "x")', [], id="a comprehension over a domain"),
+    pytest.param("device.attributes[", [], id="does not parse"),
+])
+def test_referenced_keys(expression, want):
+    assert list(cel.referenced_keys(expression)) == want

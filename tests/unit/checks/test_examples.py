@@ -31,5 +31,6 @@ def test_silent_failures_example_fails_loudly():
         ("cache-revision-match", "mandatory"), ("declared-capacity", "advisory"),
         ("fabric", "mandatory"), ("fabric-multi-node-tcp", "advisory"), ("kind-node-image", "mandatory"),
         ("pool-label-on-existing-clusters", "mandatory"), ("prefill-decode-needs-nixl", "mandatory"),
-        ("replicas-fully-scheduled", "mandatory"), ("secrets", "mandatory"), ("usable-gpu-memory", "mandatory"),
+        ("published-device-attributes", "mandatory"), ("replicas-fully-scheduled", "mandatory"),
+        ("secrets", "mandatory"), ("usable-gpu-memory", "mandatory"),
     ]

@@ -1,4 +1,4 @@
-from modelplane.checks.tables import GPU_PRODUCTS
+from modelplane.drivers import GPU_PRODUCTS
 from modelplane.quantity import Quantity
 
 from .fleets import NOMINAL_CEL, base, deployment, h100_class, messages

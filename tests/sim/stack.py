@@ -1,0 +1,292 @@
+"""The Pulumi `sim` stack on simulated clusters, driven through the Automation API, and what tests
+read back from the real API servers. The fixtures that hand these out are in tests/sim/conftest.py
+(`sim_engine`, `sim_stack`, `module_sim_stack`, `module_fleet`).
+
+    stack = sim_stack(REPO / "examples" / "kind", state_dir)   # stacks/Pulumi.sim.yaml, temp backend
+    stack.up()                                                 # raises auto.errors.CommandError on failure
+    with stack.kube("eu-west") as kube: kube.items("/api/v1/pods")
+    check_placement(stack)                                     # pods Running where the plan put them
+    stack.destroy(); assert_nothing_left(stack, objects)        # every object gone from the API servers
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pulumi import automation as auto
+
+from modelplane.api import Fleet, load_manifests
+from modelplane.scheduler import FleetPlacement
+from providers.placement import normalize_numbers
+from sim import KubeClient, SimError
+from sim.kube import resource_path
+
+REPO = Path(__file__).resolve().parents[2]
+SIM_STACK_FILE = REPO / "stacks" / "Pulumi.sim.yaml"
+STACK_PREFIX = "simtest-"
+POOL = "modelplane.ai/pool"
+MANAGED = "app.kubernetes.io/managed-by=modelplane"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+# Kinds whose objects the program registers or whose controllers make from them (pods, claims),
+# listed cluster-wide by label after a destroy.
+OURS = ("/api/v1/pods", "/api/v1/services", "/api/v1/configmaps", "/api/v1/secrets",
+        "/api/v1/persistentvolumeclaims", "/apis/apps/v1/deployments", "/apis/apps/v1/statefulsets",
+        "/apis/batch/v1/jobs", "/apis/resource.k8s.io/v1/resourceclaims",
+        "/apis/resource.k8s.io/v1/resourceclaimtemplates", "/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets")
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.5) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        time.sleep(interval)
+
+
+@dataclass
+class SimStack:
+    """One throwaway stack of the repository's program with the sim stack's configuration,
+    reaching the simulated clusters recorded in `state_dir`."""
+
+    stack: auto.Stack
+    name: str
+    manifests: Path
+    state_dir: Path
+    config_file: Path
+
+    # ---------------------------------------------------------------- Pulumi
+
+    def up(self, **kwargs: Any) -> auto.UpResult:
+        return self.stack.up(color="never", **kwargs)
+
+    def preview(self, **kwargs: Any) -> auto.PreviewResult:
+        return self.stack.preview(color="never", **kwargs)
+
+    def destroy(self, **kwargs: Any) -> auto.DestroyResult:
+        return self.stack.destroy(color="never", **kwargs)
+
+    def set_manifests(self, path: Path) -> None:
+        self.manifests = path
+        self.stack.set_config("modelplane:manifests", auto.ConfigValue(str(path)))
+
+    def set_config(self, key: str, value: str, *, path: bool = False) -> None:
+        self.stack.set_config(key, auto.ConfigValue(value), path=path)
+
+    def fleet(self) -> Fleet:
+        return load_manifests(self.manifests)
+
+    def placement(self) -> FleetPlacement:
+        """The placement the last `up` applied (the stack output)."""
+        raw = self.stack.outputs()["placement"].value
+        return FleetPlacement.from_json(normalize_numbers(raw))
+
+    def kubernetes_objects(self) -> list[tuple[str, str]]:
+        """(cluster, API path) of every Kubernetes object in the stack's state."""
+        deployment = self.stack.export_stack().deployment or {}
+        resources = deployment.get("resources") or []
+        kubeconfigs = {f"{r['urn']}::{r['id']}": str(r["inputs"].get("kubeconfig", ""))
+                       for r in resources if r.get("type") == "pulumi:providers:kubernetes"}
+        objects = []
+        for res in resources:
+            out = res.get("outputs") or {}
+            meta = out.get("metadata") or {}
+            kubeconfig = kubeconfigs.get(str(res.get("provider")), "")
+            if not str(res.get("type", "")).startswith("kubernetes:") or not meta.get("name") or not kubeconfig:
+                continue
+            path = resource_path(str(out["apiVersion"]), str(out["kind"]), meta.get("namespace"), str(meta["name"]))
+            objects.append((Path(kubeconfig).parent.name, path))
+        return objects
+
+    # ---------------------------------------------------------------- the clusters
+
+    def kubeconfig(self, cluster: str) -> Path:
+        return self.state_dir / cluster / "kubeconfig"
+
+    @contextlib.contextmanager
+    def kube(self, cluster: str) -> Iterator[KubeClient]:
+        with KubeClient.from_kubeconfig(self.kubeconfig(cluster)) as kube:
+            yield kube
+
+
+def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
+                   config: dict[str, Any] | None = None) -> SimStack:
+    """A new stack `simtest-<hex>` whose config is stacks/Pulumi.sim.yaml with `manifests` and
+    `sim.stateDir` pointed at these, plus `config` (a None value removes the key). Remove it with
+    `remove_sim_stack`."""
+    name = f"{STACK_PREFIX}{uuid.uuid4().hex[:10]}"
+    values = dict((yaml.safe_load(SIM_STACK_FILE.read_text()) or {}).get("config") or {})
+    values["modelplane:manifests"] = str(manifests)
+    values["modelplane:sim"] = {**(values.get("modelplane:sim") or {}), "stateDir": str(state_dir)}
+    for key, value in (config or {}).items():
+        if value is None:
+            values.pop(key, None)
+        else:
+            values[key] = value
+    config_file = REPO / "stacks" / f"Pulumi.{name}.yaml"
+    config_file.write_text("# Throwaway stack written by tests/sim (stack.py); removed at teardown.\n"
+                           + yaml.safe_dump({"config": values}, sort_keys=True))
+    bin_dir = Path(env["MODELPLANE_TOOLS_BIN"]) if env.get("MODELPLANE_TOOLS_BIN") else None
+    command = auto.PulumiCommand(root=str(bin_dir.parent)) if bin_dir else None
+    opts = auto.LocalWorkspaceOptions(work_dir=str(REPO), pulumi_home=env["PULUMI_HOME"], env_vars=env,
+                                      secrets_provider="passphrase", pulumi_command=command)
+    try:
+        stack = auto.create_stack(name, work_dir=str(REPO), opts=opts)
+    except Exception:
+        config_file.unlink(missing_ok=True)
+        raise
+    return SimStack(stack, name, manifests, state_dir, config_file)
+
+
+def remove_sim_stack(stack: SimStack) -> None:
+    """Destroy what is left (even after a failed test) and remove the stack and its config file."""
+    try:
+        if stack.kubernetes_objects():
+            stack.destroy()
+    except Exception:  # noqa: BLE001 - a failed destroy must not keep the config file behind
+        pass
+    with contextlib.suppress(Exception):
+        stack.stack.workspace.remove_stack(stack.name, force=True)
+    stack.config_file.unlink(missing_ok=True)
+
+
+def remove_stale_stack_files(max_age_s: float = 7200) -> None:
+    """Config files of runs killed before their teardown (old enough not to be a concurrent run's)."""
+    for stale in (REPO / "stacks").glob(f"Pulumi.{STACK_PREFIX}*.yaml"):
+        with contextlib.suppress(OSError):
+            if time.time() - stale.stat().st_mtime > max_age_s:
+                stale.unlink()
+
+
+# -------------------------------------------------------------------- what the clusters hold
+
+def running_pods(kube: KubeClient, namespace: str, selector: str) -> list[dict[str, Any]]:
+    return [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector})
+            if p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+
+
+def allocated_devices(kube: KubeClient, pod: dict[str, Any]) -> list[dict[str, Any]]:
+    """The device results of the pod's allocated claim(s), as the real kube-scheduler wrote them."""
+    results: list[dict[str, Any]] = []
+    for status in pod.get("status", {}).get("resourceClaimStatuses") or []:
+        ns = pod["metadata"]["namespace"]
+        claim = kube.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/{status['resourceClaimName']}")
+        allocation = (claim.get("status") or {}).get("allocation") or {}
+        results += (allocation.get("devices") or {}).get("results") or []
+    return results
+
+
+@dataclass(frozen=True)
+class ReplicaPods:
+    """What one placed replica runs on its cluster: pods per (engine, member index)."""
+
+    name: str
+    cluster: str
+    pods: dict[tuple[str, int], list[dict[str, Any]]]
+
+
+def check_placement(stack: SimStack, timeout: float = 90.0) -> list[ReplicaPods]:
+    """Every placed replica's pods are Running on nodes of the pool the plan chose for their
+    member, every claim is allocated by the real kube-scheduler with the device count the plan
+    charged (on the pod's own node), and each LeaderWorkerSet group has 1 + worker.nodes pods per
+    copy. Returns the pods per replica."""
+    fleet, placement = stack.fleet(), stack.placement()
+    out = []
+    for dep in placement.deployments:
+        spec = fleet.deployments[(dep.namespace, dep.name)]
+        for replica in dep.replicas:
+            with stack.kube(replica.cluster) as kube:
+                pods = _check_replica(kube, spec, dep.namespace, dep.name, replica, timeout)
+            out.append(ReplicaPods(replica.name, replica.cluster, pods))
+    return out
+
+
+def _exactly(count: int, kube: KubeClient, namespace: str, selector: str) -> list[dict[str, Any]] | None:
+    pods = running_pods(kube, namespace, selector)
+    return pods if len(pods) == count else None
+
+
+def _gone(kube: KubeClient, path: str) -> bool:
+    return kube.request("GET", path).status_code == 404
+
+
+def _check_replica(kube: KubeClient, spec: Any, namespace: str, deployment: str, replica: Any,
+                   timeout: float) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    by_member: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for engine in spec.spec.template.spec.engines:
+        placed = replica.engines[engine.name]
+        members = engine.members
+        want = engine.copies * sum(m.pods for m in members)
+        selector = (f"modelplane.ai/deployment={deployment},modelplane.ai/replica-index={replica.index},"
+                    f"modelplane.ai/engine={engine.name}")
+        pods = wait_for(f"{want} Running pods of {replica.name}/{engine.name} on {replica.cluster}",
+                        functools.partial(_exactly, want, kube, namespace, selector), timeout)
+        gang = len(members) > 1 or any(m.role != "Standalone" for m in members)
+        groups: dict[str, int] = {}
+        for pod in pods:
+            labels = pod["metadata"]["labels"]
+            if gang:
+                leader = labels[LWS_WORKER_INDEX] == "0"
+                index = next(i for i, m in enumerate(members) if (m.role == "Leader") == leader)
+                groups[labels[LWS_GROUP_INDEX]] = groups.get(labels[LWS_GROUP_INDEX], 0) + 1
+            else:
+                index = 0
+            by_member.setdefault((engine.name, index), []).append(pod)
+            node = kube.get(f"/api/v1/nodes/{pod['spec']['nodeName']}")
+            pool = placed.member_pools[index] if placed.member_pools else placed.pool
+            assert node["metadata"]["labels"].get(POOL) == pool, \
+                f"{pod['metadata']['name']} runs on {node['metadata']['name']}, not on pool {pool}"
+            charged = sum(r.count for r in placed.requests[index]) if placed.requests else 0
+            devices = allocated_devices(kube, pod)
+            assert len(devices) == charged, \
+                f"{pod['metadata']['name']}: {len(devices)} devices allocated, the plan charged {charged}"
+            assert {d["pool"] for d in devices} <= {pod["spec"]["nodeName"]}, devices
+        if gang:
+            per_copy = sum(m.pods for m in members)
+            assert sorted(groups.values()) == [per_copy] * engine.copies, \
+                f"{replica.name}/{engine.name}: pods per LeaderWorkerSet group {groups}, want {per_copy} each"
+    return by_member
+
+
+def uids(stack: SimStack) -> dict[tuple[str, str], str]:
+    """{(cluster, API path): UID} of every Kubernetes object in the state, from its API server."""
+    out = {}
+    for cluster, path in stack.kubernetes_objects():
+        with stack.kube(cluster) as kube:
+            out[(cluster, path)] = str(kube.get(path)["metadata"]["uid"])
+    return out
+
+
+def assert_nothing_left(stack: SimStack, clusters: list[str], before: dict[tuple[str, str], str],
+                        timeout: float = 90.0) -> None:
+    """After `destroy`: every object the stack had (`before`, from `uids`) is gone from its API
+    server, and no object labelled as ours (pods and claims their controllers made included) is
+    left on any cluster."""
+    assert before, "nothing was recorded before the destroy"
+    for cluster, path in before:
+        with stack.kube(cluster) as kube:
+            wait_for(f"{path} on {cluster} to be deleted", functools.partial(_gone, kube, path), timeout)
+    for cluster in clusters:
+        with stack.kube(cluster) as kube:
+            def leftovers() -> list[str]:
+                found = []
+                for path in OURS:
+                    try:
+                        found += [f"{path} {i['metadata'].get('namespace')}/{i['metadata']['name']}"
+                                  for i in kube.items(path, {"labelSelector": MANAGED})]
+                    except SimError:
+                        continue  # a kind this cluster does not serve (no LWS CRD)
+                found += [f"namespace {n['metadata']['name']}" for n in kube.items("/api/v1/namespaces",
+                                                                                   {"labelSelector": MANAGED})]
+                return found
+            wait_for(f"no object of ours on {cluster} (left: {leftovers()})", lambda: not leftovers(), timeout)

@@ -1,0 +1,234 @@
+"""The sim stack where things go wrong: the usable-memory and the published-attributes gotchas on the
+real kube-scheduler with the policy pack advisory and mandatory, and a sim that is not running
+(preview fails at once, naming the cluster and what to do). Needs both tool groups
+(scripts/bootstrap-tools)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pulumi import automation as auto
+
+from sim import SimFleet
+from tests.sim.conftest import StackFactory
+from tests.sim.fleets import NVML_H100, SHORT_NAME_SELECTOR, attribute_gap_fleet, gotcha_fleet
+from tests.sim.stack import SimStack, wait_for
+
+from .conftest import REPO
+
+pytestmark = [pytest.mark.sim, pytest.mark.engine]
+
+PACK = str(REPO / "policy-packs" / "modelplane")
+# A preview whose sim is down must fail this fast (it starts the program and the placement only).
+FAST_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def gotcha(module_fleet: Callable[..., tuple[SimFleet, dict[str, Path]]],
+           tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SimFleet]:
+    manifests = gotcha_fleet(tmp_path_factory.mktemp("gotcha"))
+    sim, _ = module_fleet(manifests)
+    return manifests, sim
+
+
+@pytest.fixture(scope="module")
+def attribute_gap(module_fleet: Callable[..., tuple[SimFleet, dict[str, Path]]],
+                  tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SimFleet]:
+    manifests = attribute_gap_fleet(tmp_path_factory.mktemp("attribute-gap"))
+    sim, _ = module_fleet(manifests)
+    return manifests, sim
+
+
+def _bounded_await(sim: SimFleet) -> dict[str, Any]:
+    # Pods the kube-scheduler cannot place fail the update after this long instead of the default.
+    return {"modelplane:sim": {"stateDir": str(sim.state_dir), "awaitTimeoutSeconds": 20}}
+
+
+@pytest.fixture(scope="module")
+def gotcha_stack(gotcha: tuple[Path, SimFleet], module_sim_stack: StackFactory) -> SimStack:
+    manifests, sim = gotcha
+    return module_sim_stack(manifests, sim.state_dir, _bounded_await(sim))
+
+
+@pytest.fixture(scope="module")
+def attribute_gap_stack(attribute_gap: tuple[Path, SimFleet], module_sim_stack: StackFactory) -> SimStack:
+    manifests, sim = attribute_gap
+    return module_sim_stack(manifests, sim.state_dir, _bounded_await(sim))
+
+
+def _ml_team_pods(stack: SimStack, cluster: str) -> list[dict[str, Any]]:
+    with stack.kube(cluster) as kube:
+        if kube.request("GET", "/api/v1/namespaces/ml-team").status_code == 404:
+            return []
+        return kube.items("/api/v1/namespaces/ml-team/pods")
+
+
+def test_mandatory_pack_stops_the_preview_before_anything_is_applied(gotcha_stack: SimStack) -> None:
+    """With the pack as shipped (mandatory), `preview` fails naming the class that declares 80Gi,
+    each selector only the nominal size satisfies, and the replica the fleet scheduler could not
+    place; nothing reaches the clusters."""
+    with pytest.raises(auto.errors.CommandError) as failed:
+        gotcha_stack.preview(policy_packs=[PACK])
+    text = str(failed.value)
+    assert "InferenceClass/h100-nominal" in text and "declares 80Gi for an NVIDIA H100 80GB" in text, text
+    for deployment in ("nominal-class", "nominal-selector"):
+        assert f"ModelDeployment/ml-team/{deployment}" in text and "only the nominal 80Gi" in text
+    assert "[mandatory]  usable-gpu-memory" in text and "[mandatory]  replicas-fully-scheduled" in text
+    assert gotcha_stack.kubernetes_objects() == []
+    assert _ml_team_pods(gotcha_stack, "nominal") == _ml_team_pods(gotcha_stack, "usable") == []
+
+
+def test_advisory_pack_lets_the_nominal_class_through_and_the_real_scheduler_refuses_its_claim(
+        gotcha_stack: SimStack, tmp_path: Path) -> None:
+    """With the pack advisory, `up` applies: the fleet scheduler places `nominal-class` (its class
+    says 80Gi), its pod stays Pending and the real kube-scheduler says why in the pod's events
+    ("cannot allocate all claims": the devices publish 81559Mi), and `up` fails after the sim's
+    await timeout naming the Deployment instead of hanging. `nominal-selector`, whose class declares
+    the usable 81559Mi, was refused by the fleet scheduler first: nothing of it runs anywhere."""
+    config = tmp_path / "advisory.json"
+    config.write_text(json.dumps({"usable-gpu-memory": "advisory", "replicas-fully-scheduled": "advisory"}))
+    started = time.monotonic()
+    with pytest.raises(auto.errors.CommandError) as failed:
+        gotcha_stack.up(policy_packs=[PACK], policy_pack_configs=[str(config)])
+    text = str(failed.value)
+    assert time.monotonic() - started < 240, "the failing update was not bounded by sim.awaitTimeoutSeconds"
+    assert "[advisory]  usable-gpu-memory" in text
+    assert "ml-team/nominal-class: 1 of 1 replicas placed" in text
+    assert "ml-team/nominal-selector: 0 of 1 replicas placed" in text
+    assert "nominal-class" in text and "timed out waiting to be Ready" in text, text
+
+    (pod,) = _ml_team_pods(gotcha_stack, "nominal")
+    assert pod["status"]["phase"] == "Pending"
+    with gotcha_stack.kube("nominal") as kube:
+        def reason() -> str | None:
+            events = kube.items("/api/v1/namespaces/ml-team/events",
+                                {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
+            return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
+
+        message = wait_for("the kube-scheduler's FailedScheduling event", reason)
+    assert "cannot allocate all claims" in message, message
+    assert _ml_team_pods(gotcha_stack, "usable") == []
+
+
+def test_published_device_attributes_mandatory_pack_stops_the_preview_naming_the_class_field(
+        attribute_gap_stack: SimStack) -> None:
+    """With the pack as shipped, `preview` fails naming the class field that declares productName
+    `H100` and the name the driver publishes, and the selector only that short name satisfies;
+    nothing reaches the cluster."""
+    with pytest.raises(auto.errors.CommandError) as failed:
+        attribute_gap_stack.preview(policy_packs=[PACK])
+    text = str(failed.value)
+    assert "[mandatory]  published-device-attributes" in text, text
+    assert "InferenceClass/h100-short-name (" in text
+    assert ('spec.devices[0].attributes.productName: declares productName "H100", but on an NVIDIA H100 80GB the '
+            f'gpu.nvidia.com driver publishes "{NVML_H100}"') in text, text
+    assert f"Fix: declare productName: {{string: {NVML_H100}}}" in text
+    assert "ModelDeployment/ml-team/short-name" in text and "selectors[0].cel: matches what class h100-short-name" \
+        in text
+    assert attribute_gap_stack.kubernetes_objects() == []
+    assert _ml_team_pods(attribute_gap_stack, "short-name") == []
+
+
+def test_published_device_attributes_advisory_pack_places_the_replica_and_the_real_scheduler_cannot_allocate(
+        attribute_gap_stack: SimStack, tmp_path: Path) -> None:
+    """With the pack advisory, `up` applies: the fleet scheduler places `short-name` (its class says
+    productName H100, which its selector asks for), the simulated driver publishes what the real one
+    would (NVML's full name), so its pod stays Pending with the kube-scheduler's reason in its
+    events, and `up` fails after the sim's await timeout naming the Deployment."""
+    config = tmp_path / "advisory.json"
+    config.write_text(json.dumps({"published-device-attributes": "advisory"}))
+    with pytest.raises(auto.errors.CommandError) as failed:
+        attribute_gap_stack.up(policy_packs=[PACK], policy_pack_configs=[str(config)])
+    text = str(failed.value)
+    assert "[advisory]  published-device-attributes" in text, text
+    assert "ml-team/short-name: 1 of 1 replicas placed" in text
+    assert "short-name" in text and "timed out waiting to be Ready" in text, text
+
+    (pod,) = _ml_team_pods(attribute_gap_stack, "short-name")
+    assert pod["status"]["phase"] == "Pending"
+    with attribute_gap_stack.kube("short-name") as kube:
+        (template,) = kube.items("/apis/resource.k8s.io/v1/namespaces/ml-team/resourceclaimtemplates")
+        selectors = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+        assert selectors == [{"cel": {"expression": SHORT_NAME_SELECTOR}}]
+        names = {d["attributes"]["productName"]["string"]
+                 for s in kube.items("/apis/resource.k8s.io/v1/resourceslices") for d in s["spec"]["devices"]}
+        assert names == {NVML_H100}
+
+        def reason() -> str | None:
+            events = kube.items("/api/v1/namespaces/ml-team/events",
+                                {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
+            return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
+
+        message = wait_for("the kube-scheduler's FailedScheduling event", reason)
+    assert "cannot allocate all claims" in message, message
+
+
+def test_a_sim_of_another_fleet_fails_the_preview_naming_the_cluster(
+        gotcha: tuple[Path, SimFleet], sim_stack: StackFactory) -> None:
+    """examples/kind against the running sim of another fleet: the preview fails at once, naming
+    the first cluster it lacks (clusters are registered in name order) and how to restart the sim
+    for this fleet."""
+    _, sim = gotcha
+    stack = sim_stack(REPO / "examples" / "kind", sim.state_dir)
+    started = time.monotonic()
+    with pytest.raises(auto.errors.CommandError) as failed:
+        stack.preview()
+    assert time.monotonic() - started < FAST_S
+    text = str(failed.value)
+    assert "InferenceCluster eu-west (sim stack): the simulated clusters in" in text, text
+    assert "were started from another fleet" in text and "python -m modelplane sim down" in text
+    assert f"python -m modelplane sim up {REPO / 'examples' / 'kind'} --state-dir {sim.state_dir}" in text
+
+
+def test_a_stopped_api_server_fails_the_preview_naming_the_cluster(
+        gotcha: tuple[Path, SimFleet], gotcha_stack: SimStack) -> None:
+    """Last in this module (it breaks the sim): with the kube-apiserver of `usable` killed, the
+    preview fails at once saying which process of which cluster stopped and how to restart."""
+    _, sim = gotcha
+    record = json.loads(sim.state_file.read_text())
+    pid = next(p["pid"] for p in record["clusters"]["usable"]["processes"] if p["name"] == "kube-apiserver")
+    os.kill(pid, signal.SIGKILL)  # a process this test's fixture started
+    wait_for("the kube-apiserver to exit", lambda: not next(r for r in sim.status() if r.name == "usable").running)
+    started = time.monotonic()
+    with pytest.raises(auto.errors.CommandError) as failed:
+        gotcha_stack.preview()
+    assert time.monotonic() - started < FAST_S
+    text = str(failed.value)
+    assert "InferenceCluster usable (sim stack): its simulated cluster is not running (kube-apiserver stopped)" \
+        in text, text
+    assert "python -m modelplane sim down" in text
+
+
+def test_without_a_sim_the_preview_fails_at_once_naming_the_cluster_and_sim_up(
+        sim_stack: StackFactory, tmp_path: Path) -> None:
+    """No simulated cluster runs from the state directory: the preview fails in seconds (it
+    never asks the Kubernetes provider to reach a cluster) with the command that starts them."""
+    stack = sim_stack(REPO / "examples" / "kind", tmp_path / "no-sim")
+    started = time.monotonic()
+    with pytest.raises(auto.errors.CommandError) as failed:
+        stack.preview()
+    assert time.monotonic() - started < FAST_S
+    text = str(failed.value)
+    assert (f"InferenceCluster eu-west (sim stack): no simulated clusters run from {tmp_path / 'no-sim'}; start "
+            f"the fleet's simulated clusters with `python -m modelplane sim up {REPO / 'examples' / 'kind'} "
+            f"--state-dir {tmp_path / 'no-sim'}`") in text, text
+    assert "unhandled exception" not in text and "Traceback" not in text
+
+
+def test_dynamo_clusters_are_refused_at_preview_with_the_reason(sim_stack: StackFactory, tmp_path: Path) -> None:
+    """The sim cannot run Grove or the KAI scheduler (no CRDs: the Go module proxy serves neither),
+    so a Dynamo cluster fails the preview with that reason, naming the manifest, instead of a
+    partial `up` that applies everything but the engines."""
+    stack = sim_stack(REPO / "examples" / "dynamo", tmp_path / "no-sim")
+    with pytest.raises(auto.errors.CommandError) as failed:
+        stack.preview()
+    text = str(failed.value)
+    assert "fleet.yaml#" in text and "runs the Dynamo stack, which the sim stack cannot rehearse" in text, text
+    assert "Grove" in text and "KAI" in text and "docs/sim.md" in text
