@@ -25,8 +25,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from modelplane.api import load_documents  # noqa: E402
 from modelplane.scheduler import place_fleet  # noqa: E402
-from modelplane.scheduler.fleetgen import (cluster, deployment, engine, gpu_class,  # noqa: E402
-                                           mem_at_least, member, pool, request, standalone)
+from modelplane.scheduler.fleetgen import (  # noqa: E402
+    cluster,
+    deployment,
+    engine,
+    gpu_class,
+    mem_at_least,
+    member,
+    pool,
+    request,
+    standalone,
+)
 
 GRID = [(10, 100), (10, 1000), (100, 1000), (100, 10000), (1000, 1000), (1000, 10000)]
 

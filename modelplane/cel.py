@@ -151,12 +151,12 @@ def _is_quantity(text: Any) -> ct.BoolType:
 
 
 def _cel_semver(text: Any, normalize: Any = _FALSE) -> CelSemver:
-    return CelSemver(Semver.parse(_string("semver", text), _normalize_arg("semver", normalize)))
+    return CelSemver(Semver.parse(_string("semver", text), normalize=_normalize_arg("semver", normalize)))
 
 
 def _is_semver(text: Any, normalize: Any = _FALSE) -> ct.BoolType:
     try:
-        Semver.parse(_string("isSemver", text), _normalize_arg("isSemver", normalize))
+        Semver.parse(_string("isSemver", text), normalize=_normalize_arg("isSemver", normalize))
     except SemverError:
         return _FALSE
     return _TRUE

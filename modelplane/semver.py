@@ -62,6 +62,10 @@ def _pre_key(ident: str) -> tuple[int, int, str]:
     return (1, 0, ident)
 
 
+# (major, minor, patch, (0 pre-release | 1 release, pre-release identifier keys))
+_Precedence = tuple[int, int, int, tuple[int, tuple[tuple[int, int, str], ...]]]
+
+
 @functools.total_ordering
 class Semver:
     """A parsed version. Equality and ordering follow semver precedence (build ignored)."""
@@ -76,23 +80,25 @@ class Semver:
         self.prerelease, self.build = tuple(prerelease), tuple(build)
 
     @classmethod
-    def parse(cls, text: str, normalize: bool = False) -> Semver:
+    def parse(cls, text: str, *, normalize: bool = False) -> Semver:
         if not isinstance(text, str):
             raise SemverError(f"a version must be a string, got {type(text).__name__} ({_EXAMPLE})")
         candidate = _normalize(text) if normalize else text
         match = _STRICT.fullmatch(candidate)
         if match is None:
             raise SemverError(f"invalid version {text!r}: {_strict_hint(candidate)} ({_EXAMPLE})")
-        numbers = [int(match.group(i)) for i in (1, 2, 3)]
-        if max(numbers) > _INT64_MAX:
+        major, minor, patch = (int(match.group(i)) for i in (1, 2, 3))
+        if max(major, minor, patch) > _INT64_MAX:
             raise SemverError(f"invalid version {text!r}: a number exceeds 64 bits")
         pre = tuple(match.group(4).split(".")) if match.group(4) else ()
         build = tuple(match.group(5).split(".")) if match.group(5) else ()
-        return cls(*numbers, pre, build)
+        return cls(major, minor, patch, pre, build)
 
-    def _precedence(self) -> tuple:
+    def _precedence(self) -> _Precedence:
         # A release (no pre-release) outranks any of its pre-releases.
-        pre = (0, tuple(_pre_key(i) for i in self.prerelease)) if self.prerelease else (1, ())
+        pre: tuple[int, tuple[tuple[int, int, str], ...]] = (
+            (0, tuple(_pre_key(i) for i in self.prerelease)) if self.prerelease else (1, ())
+        )
         return (self.major, self.minor, self.patch, pre)
 
     def compare_to(self, other: Semver) -> int:
@@ -124,5 +130,5 @@ class Semver:
         return f"Semver({str(self)!r})"
 
 
-def parse_semver(text: str, normalize: bool = False) -> Semver:
-    return Semver.parse(text, normalize)
+def parse_semver(text: str, *, normalize: bool = False) -> Semver:
+    return Semver.parse(text, normalize=normalize)

@@ -63,7 +63,7 @@ class Fleet:
         """Every manifest by alias, in a stable order: how the fleet travels through Pulumi inputs."""
         return [obj.to_manifest() for obj in self.objects()]
 
-    def sort(self) -> "Fleet":
+    def sort(self) -> Fleet:
         for name in ("classes", "clusters", "gateways", "caches", "deployments", "services", "endpoints", "budgets"):
             table = getattr(self, name)
             setattr(self, name, {k: table[k] for k in sorted(table)})

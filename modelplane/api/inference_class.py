@@ -30,7 +30,7 @@ class AttributeValue(ApiModel):
     int_: int | None = Field(default=None, alias="int")
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> "AttributeValue":
+    def _exactly_one(self) -> AttributeValue:
         set_fields = [f for f in ("string", "version", "bool_", "int_") if getattr(self, f) is not None]
         if len(set_fields) != 1:
             raise ValueError("an attribute needs exactly one of string, version, bool or int (e.g. {string: Hopper})")
@@ -73,7 +73,7 @@ class DeviceKind(ApiModel):
     capacity: dict[str, CapacityValue] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _rules(self) -> "DeviceKind":
+    def _rules(self) -> DeviceKind:
         if self.claim == "DRA" and not self.device_class_name:
             raise ValueError(
                 f"device {self.name!r} has claim DRA but no deviceClassName; name the DRA DeviceClass "
@@ -136,7 +136,7 @@ class Provisioning(ApiModel):
     vultr_baremetal: VultrBaremetalProvisioning | None = None
 
     @model_validator(mode="after")
-    def _block(self) -> "Provisioning":
+    def _block(self) -> Provisioning:
         block = "vultr_baremetal" if self.provider == "VultrBaremetal" else self.provider.lower()
         if getattr(self, block) is None:
             alias = "vultrBaremetal" if block == "vultr_baremetal" else block

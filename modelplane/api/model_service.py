@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
 

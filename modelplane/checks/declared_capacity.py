@@ -3,7 +3,7 @@ reports (mission: silent failure 7)."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .context import CheckContext
 from .findings import ADVISORY, Finding

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import shlex
 
+from modelplane.api.model_deployment import Container
 
-def tokens(container) -> list[tuple[str, int, str]]:
+
+def tokens(container: Container) -> list[tuple[str, int, str]]:
     """(field, index, token) for every word of command + args; a shell string such as
     `sh -c "vllm serve ..."` is split into its words, all reported at that entry's index."""
     out: list[tuple[str, int, str]] = []
     for field in ("command", "args"):
-        for i, entry in enumerate(getattr(container, field) or []):
+        entries = container.command if field == "command" else container.args
+        for i, entry in enumerate(entries or []):
             words = [entry]
             if any(ch.isspace() for ch in entry):
                 try:
@@ -21,7 +24,7 @@ def tokens(container) -> list[tuple[str, int, str]]:
     return out
 
 
-def flag_value(container, *names: str) -> tuple[str, str, int] | None:
+def flag_value(container: Container, *names: str) -> tuple[str, str, int] | None:
     """The value of the last `--name value` / `--name=value`, with (field, index) of the value."""
     words = tokens(container)
     found = None
@@ -35,7 +38,7 @@ def flag_value(container, *names: str) -> tuple[str, str, int] | None:
     return found
 
 
-def served_model(container) -> str | None:
+def served_model(container: Container) -> str | None:
     """The model an engine loads: `--model`/`--model-path`, else the positional after `serve`."""
     flagged = flag_value(container, "--model", "--model-path")
     if flagged:
@@ -45,7 +48,7 @@ def served_model(container) -> str | None:
         if word == "serve" and n + 1 < len(words) and not words[n + 1].startswith("-"):
             return words[n + 1]
     # vllm/vllm-openai's entrypoint is `vllm serve`, so args may start with the model.
-    args = getattr(container, "args", None) or []
+    args = container.args or []
     if args and not args[0].startswith("-") and not any(ch.isspace() for ch in args[0]):
         return args[0]
     return None

@@ -4,7 +4,9 @@ modelplane-semantics.md §1.2, k8s-api-shapes.md §9)."""
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+
+from modelplane.api.model_deployment import Engine
 
 from .context import CheckContext
 from .findings import ADVISORY, MANDATORY, Finding
@@ -47,7 +49,7 @@ def check(ctx: CheckContext) -> Iterable[Finding]:
                 )
 
 
-def _worker(engine) -> tuple[int, int] | None:
+def _worker(engine: Engine) -> tuple[int, int] | None:
     """(member index, nodes) of the engine's Worker when it spans several nodes."""
     for m, member in enumerate(engine.members):
         if member.role == "Worker" and member.pods > 0:
@@ -60,7 +62,7 @@ def _worker(engine) -> tuple[int, int] | None:
 def check_tcp(ctx: CheckContext) -> Iterable[Finding]:
     if ctx.placement is None:
         return
-    seen: set[tuple] = set()
+    seen: set[tuple[str, str, str, str, str]] = set()
     for placed in ctx.placement.deployments:
         dep = ctx.fleet.deployments.get((placed.namespace, placed.name))
         if dep is None:

@@ -21,7 +21,7 @@ class Finding:
     field: str
     message: str
 
-    def with_level(self, level: str) -> "Finding":
+    def with_level(self, level: str) -> Finding:
         return self if level == self.level else replace(self, level=level)
 
     @property

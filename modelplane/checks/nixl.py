@@ -4,7 +4,7 @@ available" unless their image ships NIXL (mission: silent failure 3; k8s-api-sha
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from .context import CheckContext
 from .findings import MANDATORY, Finding

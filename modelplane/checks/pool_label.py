@@ -3,7 +3,7 @@ cluster the program doesn't provision, somebody must set it (mission: silent fai
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from modelplane.render.meta import LABEL_POOL as POOL_LABEL
 

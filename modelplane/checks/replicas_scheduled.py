@@ -3,7 +3,9 @@ shortfall included (mission: silent failure 5; the reference reports True for it
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+
+from modelplane.scheduler.types import DeploymentPlacement
 
 from .context import CheckContext
 from .findings import MANDATORY, Finding
@@ -12,7 +14,7 @@ from .registry import register
 POLICY = "replicas-fully-scheduled"
 
 
-def _explain(placed) -> str:
+def _explain(placed: DeploymentPlacement) -> str:
     lines = []
     for unplaced in placed.unplaced:
         reasons = "; ".join(f"{cluster}: {why}" for cluster, why in sorted(unplaced.reasons.items()))

@@ -12,7 +12,8 @@ costs one dict entry until its nodes start to differ.
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from collections.abc import Iterable
+from typing import Protocol
 
 Usage = tuple[int, tuple[int, ...]]
 PoolKey = tuple[str, str]
@@ -26,7 +27,7 @@ DEFAULT_ACCOUNTING = "Device"
 class PoolState(Protocol):
     unit: str
 
-    def copy(self) -> "PoolState": ...
+    def copy(self) -> PoolState: ...
     def try_take(self, usages: Iterable[Usage]) -> int: ...
     def force_take(self, usages: Iterable[Usage]) -> None: ...
 
@@ -38,7 +39,7 @@ class NodePool:
     def __init__(self, free: int) -> None:
         self.free = free
 
-    def copy(self) -> "NodePool":
+    def copy(self) -> NodePool:
         return NodePool(self.free)
 
     def try_take(self, usages: Iterable[Usage]) -> int:
@@ -64,10 +65,10 @@ class DevicePool:
         self.overdraft = overdraft    # retained pods that fit on no node
 
     @classmethod
-    def full(cls, per_node: tuple[int, ...], nodes: int) -> "DevicePool":
+    def full(cls, per_node: tuple[int, ...], nodes: int) -> DevicePool:
         return cls({per_node: nodes} if nodes > 0 else {})
 
-    def copy(self) -> "DevicePool":
+    def copy(self) -> DevicePool:
         return DevicePool(dict(self.groups), self.overdraft)
 
     @staticmethod
@@ -75,7 +76,7 @@ class DevicePool:
         best = None
         best_key = None
         for vec in groups:
-            for f, u in zip(vec, per_pod):
+            for f, u in zip(vec, per_pod, strict=True):
                 if f < u:
                     break
             else:
@@ -91,7 +92,7 @@ class DevicePool:
             groups[best] = left
         else:
             del groups[best]
-        rest = tuple(f - u for f, u in zip(best, per_pod))
+        rest = tuple(f - u for f, u in zip(best, per_pod, strict=True))
         groups[rest] = groups.get(rest, 0) + 1
         return True
 
@@ -184,7 +185,7 @@ class Trial:
 
     __slots__ = ("_parent", "_touched")
 
-    def __init__(self, parent: "Ledger | Trial") -> None:
+    def __init__(self, parent: Ledger | Trial) -> None:
         self._parent = parent
         self._touched: dict[PoolKey, PoolState] = {}
 

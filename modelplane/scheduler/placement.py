@@ -200,7 +200,7 @@ def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterV
         claims = False
         first_claiming = None
         requests = []
-        for member, pool_name in zip(engine.members, pools):
+        for member, pool_name in zip(engine.members, pools, strict=True):
             pool = cluster.pool(pool_name)
             if pool is None:
                 return None, [], f"engine {engine.name}: pool {pool_name} is gone"

@@ -6,8 +6,9 @@ the phases never touch the API models and per-replica work stays cheap.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from modelplane.storage import cache_storage_problem
 

@@ -35,7 +35,14 @@ except ImportError:  # run from a checkout without `pip install -e .`
 
 from modelplane.api import load_documents
 from modelplane.checks import (
-    ADVISORY, CHECKS, MANDATORY, PACK_ONLY_POLICIES, CheckContext, Finding, ProgramResource, place,
+    ADVISORY,
+    CHECKS,
+    MANDATORY,
+    PACK_ONLY_POLICIES,
+    CheckContext,
+    Finding,
+    ProgramResource,
+    place,
 )
 from modelplane.checks.secrets import PLACEMENT_TYPE, SecretString, resource_findings
 from modelplane.scheduler import FleetPlacement
@@ -62,15 +69,15 @@ _CONFIG = {
 # a str subclass every other policy treats as a plain string. Without the hook the secrets
 # policy still checks literals, but skips "must be a secret".
 
-def _mark_secrets(value: Any, inside: bool = False) -> Any:
+def _mark_secrets(value: Any, *, inside: bool = False) -> Any:
     from pulumi_policy.deserialize import SPECIAL_SECRET_SIG, SPECIAL_SIG_KEY
 
     if isinstance(value, dict):
         if value.get(SPECIAL_SIG_KEY) == SPECIAL_SECRET_SIG and "value" in value:
-            return _mark_secrets(value["value"], True)
-        return {k: _mark_secrets(v, inside) for k, v in value.items()}
+            return _mark_secrets(value["value"], inside=True)
+        return {k: _mark_secrets(v, inside=inside) for k, v in value.items()}
     if isinstance(value, list):
-        return [_mark_secrets(v, inside) for v in value]
+        return [_mark_secrets(v, inside=inside) for v in value]
     if inside and isinstance(value, str):
         return SecretString(value)
     return value
@@ -88,7 +95,10 @@ def install_secret_marking() -> bool:
     if getattr(original, "marks_secrets", False):
         return True
 
-    def deserialize_marking_secrets(props, proxy_secrets=False):
+    # The signature mirrors the SDK function it replaces, which the SDK calls positionally.
+    def deserialize_marking_secrets(
+        props: dict[str, Any], proxy_secrets: bool = False,  # noqa: FBT001, FBT002
+    ) -> dict[str, Any]:
         # Remediate passes proxy_secrets=True and needs the SDK's own Secret wrappers.
         return original(props if proxy_secrets else _mark_secrets(props), proxy_secrets)
 

@@ -4,7 +4,6 @@ config overriding a level, violations from the placement resource's inputs, secr
 from __future__ import annotations
 
 from modelplane.scheduler import place_fleet
-
 from tests.unit.checks.fleets import NOMINAL_CEL, base, deployment, existing_cluster, fleet, h100_class
 
 from .analyzer import POLICIES, Analyzer, secret

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from modelplane.scheduler.fleetgen import (cluster, deployment, device, engine, gpu_class,
-                                           inference_class, mem_at_least, member, pool, request)
+from modelplane.scheduler.fleetgen import (
+    cluster,
+    deployment,
+    device,
+    engine,
+    gpu_class,
+    inference_class,
+    mem_at_least,
+    member,
+    pool,
+    request,
+)
 
 NIC = 'device.driver == "nic.nvidia.com"'
 CLASSES = {

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 from collections import Counter, defaultdict
 
 from hypothesis import HealthCheck, given, settings
@@ -58,7 +57,7 @@ def usage(fleet, fp: FleetPlacement):
         for r in dp.replicas:
             for e in shape.engines:
                 placed = r.engines[e.name]
-                for m, pool_name in zip(e.members, placed.pools_for(len(e.members))):
+                for m, pool_name in zip(e.members, placed.pools_for(len(e.members)), strict=True):
                     pv = clusters[r.cluster].pool(pool_name)
                     match = matcher.match(m, pv.cls)
                     assert isinstance(match, MemberMatch)
@@ -166,7 +165,7 @@ def test_replanning_a_fresh_plan_is_a_fixed_point(docs, accounting):
     again = place_fleet(load(docs), previous=first, accounting=accounting)
     # Placements and conditions; unplaced explanations may differ (kept replicas are
     # charged before any fill, so a "short by K" can grow).
-    for a, b in zip(again.deployments, first.deployments):
+    for a, b in zip(again.deployments, first.deployments, strict=True):
         assert (a.name, a.replicas, a.conditions) == (b.name, b.replicas, b.conditions)
 
 
@@ -263,12 +262,12 @@ def test_node_mode_follows_every_reference_rule(docs):
                     claimable = [any(isinstance(matcher.match(mm, q.cls), MemberMatch)
                                      and matcher.match(mm, q.cls).claims for q in views[r.cluster].pools)
                                  for mm in e.members]
-                    if any(c and not x.claims for c, x in zip(claimable, matches)):
+                    if any(c and not x.claims for c, x in zip(claimable, matches, strict=True)):
                         continue
-                    cost = sum(mm.pod_count for mm, x in zip(e.members, matches) if x.claims)
+                    cost = sum(mm.pod_count for mm, x in zip(e.members, matches, strict=True) if x.claims)
                     assert ledger.state((r.cluster, pv.name)).free < cost, (dp.name, r.cluster, pv.name)
         # lowest free index on a fresh plan: 0..k-1 on every cluster
-        for c, idx in per_cluster.items():
+        for idx in per_cluster.values():
             assert sorted(idx) == list(range(len(idx)))
 
 

@@ -148,7 +148,8 @@ def test_replicas_zero_parks_a_deployment():
 BAD_CASES = {
     "unknown field lists the allowed ones": (
         DEPLOYMENT.replace("copies: 2", "copies: 2\n        replicaz: 3"),
-        "at spec.template.spec.engines[0].replicaz: unknown field 'replicaz'; fields allowed here: copies, members, name, phase",
+        "at spec.template.spec.engines[0].replicaz: unknown field 'replicaz'; "
+        "fields allowed here: copies, members, name, phase",
     ),
     "copies out of range": (
         DEPLOYMENT.replace("copies: 2", "copies: 100"),
@@ -201,7 +202,8 @@ def test_invalid_deployment_is_rejected_with_path_and_fix(name):
         (CLASS.replace("{value: 81559Mi}", "{value: 80 Gi}"), "'80 Gi' is not a Kubernetes quantity"),
         (CLASS.replace("{version: 9.0.0}", "{version: v9}"), "'v9' is not a semantic version"),
         (CLASS.replace("{string: Hopper}", "{string: Hopper, int: 3}"), "exactly one of string, version, bool or int"),
-        (CLUSTER.replace("eks: {region: us-east-1}", "gke: {region: us-east1}"), "cluster.eks is required when source is EKS"),
+        (CLUSTER.replace("eks: {region: us-east-1}", "gke: {region: us-east1}"),
+         "cluster.eks is required when source is EKS"),
         (CLUSTER.replace("className: h100-8x", "className: a100"), "InferenceClass 'a100' does not exist"),
         (CLUSTER.replace("metadata:\n", "metadata:\n  namespace: x\n"), "InferenceCluster is cluster-scoped"),
         ("apiVersion: v1\nkind: Secret\nmetadata: {name: hf}\n", "secrets come from Pulumi config"),
@@ -285,7 +287,8 @@ def test_newer_reference_gateway_forms_load(extra, check):
 
 
 def test_v031_gateway_still_needs_its_traefik_settings():
-    doc = "apiVersion: modelplane.ai/v1alpha1\nkind: InferenceGateway\nmetadata: {name: default}\nspec: {backend: Traefik}\n"
+    doc = ("apiVersion: modelplane.ai/v1alpha1\nkind: InferenceGateway\nmetadata: {name: default}\n"
+           "spec: {backend: Traefik}\n")
     with pytest.raises(ManifestError, match="traefik \\(with version, the Traefik Helm chart version\\) is required"):
         load_manifest_text(doc)
 

@@ -87,7 +87,7 @@ PRECEDENCE = [
 
 @pytest.mark.parametrize(
     "lower, higher",
-    [pytest.param(a, b, id=f"{a}<{b}") for a, b in zip(PRECEDENCE, PRECEDENCE[1:])],
+    [pytest.param(a, b, id=f"{a}<{b}") for a, b in zip(PRECEDENCE, PRECEDENCE[1:], strict=False)],
 )
 def test_precedence(lower, higher):
     a, b = Semver.parse(lower), Semver.parse(higher)

@@ -17,7 +17,7 @@ FIX = ". Fix: use kindest/node:v1.35.1 (the default) or any kindest/node tag fro
 
 
 def kind(image: str | None) -> str:
-    return KIND % ("{}" if image is None else "{nodeImage: '%s'}" % image)
+    return KIND % ("{}" if image is None else f"{{nodeImage: '{image}'}}")
 
 
 @pytest.mark.parametrize("image", [None, "kindest/node:v1.34.2", "kindest/node:v1.36.1@sha256:0123abcd",

@@ -54,7 +54,8 @@ def test_config_lowers_and_disables_levels(tmp_path, capsys):
 
 
 def test_invalid_input_exits_two(tmp_path, capsys):
-    (tmp_path / "bad.yaml").write_text("apiVersion: modelplane.ai/v1alpha1\nkind: InferenceClass\nmetadata: {name: x}\n")
+    bad = "apiVersion: modelplane.ai/v1alpha1\nkind: InferenceClass\nmetadata: {name: x}\n"
+    (tmp_path / "bad.yaml").write_text(bad)
     assert run(str(tmp_path)) == 2
     assert capsys.readouterr().err.startswith("error: ")
     config = tmp_path / "c.json"

@@ -32,7 +32,8 @@ spec:
               containers:
               - name: engine
                 image: %(image)s
-                args: [meta-llama/Llama-3.1-8B-Instruct, --kv-transfer-config, '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}']
+                args: [meta-llama/Llama-3.1-8B-Instruct, --kv-transfer-config,
+                       '{"kv_connector":"NixlConnector","kv_role":"kv_producer"}']
       - name: decode
         phase: Decode
         members:
@@ -47,7 +48,8 @@ spec:
               containers:
               - name: engine
                 image: vllm/vllm-openai:v0.21.0
-                args: [meta-llama/Llama-3.1-8B-Instruct, --kv-transfer-config, '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}']
+                args: [meta-llama/Llama-3.1-8B-Instruct, --kv-transfer-config,
+                       '{"kv_connector":"NixlConnector","kv_role":"kv_consumer"}']
 """
 HEAD = ("[mandatory] prefill-decode-needs-nixl: ModelDeployment/ml-team/llama-pd (fleet.yaml#2) "
         "spec.template.spec.engines[0].members[0].template.spec.containers[0].image: Prefill engine 'prefill': ")

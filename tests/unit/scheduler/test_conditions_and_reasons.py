@@ -3,8 +3,7 @@
 
 import pytest
 
-from .helpers import (H100, cluster, deployment, engine, gpu_class, model_cache, of, plan,
-                      pool, standalone, taint, where)
+from .helpers import H100, cluster, deployment, engine, gpu_class, model_cache, of, plan, pool, standalone, taint, where
 
 US = {"modelplane.ai/region": "us"}
 EU = {"modelplane.ai/region": "eu"}

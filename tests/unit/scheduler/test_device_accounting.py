@@ -4,8 +4,21 @@ import pytest
 
 from modelplane.scheduler.ledger import DevicePool, NodePool
 
-from .helpers import (Case, check, cluster, deployment, engine, gang, gpu_class, member, of,
-                      plan, pool, prev, request, standalone, where)
+from .helpers import (
+    Case,
+    check,
+    cluster,
+    deployment,
+    engine,
+    gang,
+    gpu_class,
+    of,
+    plan,
+    pool,
+    prev,
+    standalone,
+    where,
+)
 
 H8 = gpu_class("h100x8", 8, "81559Mi")
 

@@ -3,8 +3,24 @@ pools of one cluster only when those pools share a non-empty fabric.domain."""
 
 import pytest
 
-from .helpers import (Case, check, cluster, deployment, device, engine, gpu_class,
-                      inference_class, mem_at_least, member, of, plan, pool, prev, request, where)
+from .helpers import (
+    Case,
+    check,
+    cluster,
+    deployment,
+    device,
+    engine,
+    gpu_class,
+    inference_class,
+    mem_at_least,
+    member,
+    of,
+    plan,
+    pool,
+    prev,
+    request,
+    where,
+)
 
 CPU = inference_class("cpu", device("cpu", 1, "0", claim="Synthetic", driver="cpu.modelplane.ai"))
 H8 = gpu_class("h100x8", 8, "81559Mi")

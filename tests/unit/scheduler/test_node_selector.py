@@ -3,15 +3,31 @@ and TestScheduleMembers tables, plus the matching worked examples of §2.10."""
 
 import pytest
 
-from modelplane.api import load_manifest_text
 from modelplane.cel import SelectorResult
 from modelplane.scheduler import place_fleet, resolve_member_requests
 from modelplane.scheduler.matching import Matcher, MemberMatch, NoMatch
 from modelplane.scheduler.shape import ClassView, DeviceKind, MemberShape, RequestShape
 
-from .helpers import (H100, Case, check, cluster, deployment, device, engine, gang, gpu_class,
-                      inference_class, load, mem_at_least, member, of, plan, pool, prev, request,
-                      standalone, to_yaml)
+from .helpers import (
+    H100,
+    Case,
+    check,
+    cluster,
+    deployment,
+    device,
+    engine,
+    gang,
+    gpu_class,
+    inference_class,
+    load,
+    mem_at_least,
+    member,
+    of,
+    pool,
+    prev,
+    request,
+    standalone,
+)
 
 NIC = 'device.driver == "nic.nvidia.com"'
 IB_CLASS = inference_class("h100-ib", device("gpu", 8, "81559Mi"),

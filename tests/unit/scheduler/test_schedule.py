@@ -5,8 +5,18 @@ program and is Ready with a gateway."""
 
 import pytest
 
-from .helpers import (H100, Case, check, cluster, deployment, engine, gang, gpu_class, member,
-                      pool, prev, request, standalone)
+from .helpers import (
+    H100,
+    Case,
+    check,
+    cluster,
+    deployment,
+    engine,
+    gang,
+    pool,
+    prev,
+    standalone,
+)
 
 A1 = cluster("a", pool("p1", "h100", 1))
 B1 = cluster("b", pool("p1", "h100", 1))

@@ -3,8 +3,7 @@ cover end to end, and mission.md behaviours 4 and 5."""
 
 from modelplane.naming import replica_name
 
-from .helpers import (H100, cluster, deployment, engine, gpu_class, of, plan, pool, prev,
-                      standalone, where)
+from .helpers import H100, cluster, deployment, engine, gpu_class, of, plan, pool, prev, standalone, where
 
 TWO = [gpu_class("h100", 1, "81559Mi"), cluster("a", pool("p1", "h100", 2)),
        cluster("b", pool("p1", "h100", 1))]
