@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .common import KindObject
 from .inference_class import InferenceClass
@@ -29,7 +30,9 @@ class Fleet:
     budgets: dict[str, FleetBudget] = field(default_factory=dict)
     sources: dict[tuple[str, object], str] = field(default_factory=dict)
 
-    def _table(self, kind: str) -> dict:
+    def _tables(self) -> dict[str, dict[Any, Any]]:
+        # One table per kind, in document order. Any: a table is keyed by name or by
+        # (namespace, name) and holds that kind's model, both chosen by the kind at run time.
         return {
             "InferenceClass": self.classes,
             "InferenceCluster": self.clusters,
@@ -39,7 +42,10 @@ class Fleet:
             "ModelService": self.services,
             "ModelEndpoint": self.endpoints,
             "FleetBudget": self.budgets,
-        }[kind]
+        }
+
+    def _table(self, kind: str) -> dict[Any, Any]:
+        return self._tables()[kind]
 
     def add(self, obj: KindObject, source: str) -> None:
         self._table(obj.kind)[obj.key] = obj
@@ -54,12 +60,11 @@ class Fleet:
 
     def objects(self) -> list[KindObject]:
         out: list[KindObject] = []
-        for table in (self.classes, self.clusters, self.gateways, self.caches,
-                      self.deployments, self.services, self.endpoints, self.budgets):
+        for table in self._tables().values():
             out.extend(table[k] for k in sorted(table))
         return out
 
-    def to_documents(self) -> list[dict]:
+    def to_documents(self) -> list[dict[str, Any]]:
         """Every manifest by alias, in a stable order: how the fleet travels through Pulumi inputs."""
         return [obj.to_manifest() for obj in self.objects()]
 

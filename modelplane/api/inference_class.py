@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -43,7 +43,7 @@ class AttributeValue(ApiModel):
             raise ValueError("int attribute does not fit in int64")
         return self
 
-    def raw(self) -> dict:
+    def raw(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
 
 
@@ -59,7 +59,7 @@ class CapacityValue(ApiModel):
             raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. '81559Mi' or '80Gi'): {exc}") from None
         return value
 
-    def raw(self) -> dict:
+    def raw(self) -> dict[str, Any]:
         return {"value": self.value}
 
 

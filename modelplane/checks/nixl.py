@@ -40,13 +40,19 @@ def image_problem(image: str, table: Mapping[str, str]) -> str | None:
     if minimum is None:
         known = ", ".join(f"{r} >= v{v}" for r, v in sorted(table.items()))
         return f"image {image!r} is not in the table of images known to ship NIXL ({known})"
-    if tag is None or _version(tag) is None:
+    have = _version(tag) if tag is not None else None
+    if tag is None or have is None:
         what = f"is tagged {tag!r}, which names no version" if tag else "has no version tag"
         return (f"image {image!r} {what}, so it cannot be checked against v{minimum}, the "
                 f"first {repo} tag known to ship NIXL")
     if NIXL_EXCLUDED_TAG.search(tag):
         return f"image {image!r} is a ROCm build, and ROCm builds of {repo} ship no NIXL"
-    if _version(tag) < _version(minimum):
+    want = _version(minimum)
+    if want is None:
+        # A configured `images` entry whose first tag names no version: say so, do not crash.
+        return (f"image {image!r} cannot be checked: the table of images known to ship NIXL gives "
+                f"{repo} from {minimum!r}, which names no version")
+    if have < want:
         return f"image {image!r} predates v{minimum}, the first {repo} tag known to ship NIXL"
     return None
 

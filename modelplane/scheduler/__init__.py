@@ -24,7 +24,7 @@ from modelplane.api import Fleet
 from .conditions import overdrawn, replicas_scheduled
 from .explain import selector_reason
 from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger
-from .matching import Matcher, MemberMatch, ResolvedRequest
+from .matching import Matcher, MemberMatch
 from .phases import Context, build_ledger, fill, retain, scale_down
 from .policies import PolicyPass
 from .shape import compile_classes, compile_clusters, compile_deployment
@@ -35,6 +35,7 @@ from .types import (
     FleetPlacement,
     PlacedReplica,
     PlacementFormatError,
+    ResolvedRequest,
     Unplaced,
 )
 

@@ -3,11 +3,13 @@ first reason found, in filter order, or None."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from .shape import ClusterView, DeploymentShape
 from .taints import repelling_taint
 
 
-def _label_mismatch(labels: dict, selector: tuple[tuple[str, str], ...]) -> str | None:
+def _label_mismatch(labels: Mapping[str, str], selector: tuple[tuple[str, str], ...]) -> str | None:
     for key, value in selector:
         have = labels.get(key)
         if have != value:

@@ -76,9 +76,9 @@ class Assessor:
         ctx = self.ctx
         candidates = ctx.candidates(shape)
         if not candidates:
-            first = next(iter(sorted(ctx.filter_reasons(shape).items())), None)
-            why = f" (first, {first[0]}: {first[1]})" if first else ""
-            return [Feasibility(NOT_FEASIBLE, f"no InferenceCluster passes the cluster selectors{why}")] * count
+            first_filtered = next(iter(sorted(ctx.filter_reasons(shape).items())), None)
+            because = f" (first, {first_filtered[0]}: {first_filtered[1]})" if first_filtered else ""
+            return [Feasibility(NOT_FEASIBLE, f"no InferenceCluster passes the cluster selectors{because}")] * count
         never: dict[str, str] = {}
         feasible: list[ClusterView] = []
         for cluster in candidates:

@@ -14,7 +14,7 @@ from .explain import filter_reason, selector_reason
 from .ledger import Ledger, Trial, Usage
 from .matching import Matcher
 from .placement import EngineOptions, demand_key, engine_options, place_replica, resolve_retained
-from .shape import ClusterView, DeploymentShape
+from .shape import ClusterView, DeploymentShape, Labels, Signature, Toleration
 from .taints import evicting_taint, repelling_taint
 from .types import DeploymentPlacement, EnginePlacement, PlacedReplica, Unplaced
 
@@ -24,11 +24,13 @@ class Context:
     clusters: dict[str, ClusterView]           # sorted by name
     matcher: Matcher
     accounting: str
-    _candidates: dict[tuple, list[ClusterView]] = field(default_factory=dict)
-    _options: dict[tuple, list[EngineOptions]] = field(default_factory=dict)
-    _open: dict[tuple, list[str]] = field(default_factory=dict)
-    _filtered: dict[tuple, dict[str, str]] = field(default_factory=dict)
-    _demands: dict[tuple[DeploymentShape, object], tuple[object, ...]] = field(default_factory=dict)
+    # Memo tables, keyed by what each answer depends on (see the methods below).
+    _candidates: dict[tuple[Labels, Labels, bool], list[ClusterView]] = field(default_factory=dict)
+    _options: dict[tuple[DeploymentShape, Signature], list[EngineOptions]] = field(default_factory=dict)
+    _open: dict[tuple[Labels, Labels, bool, tuple[Toleration, ...]], list[str]] = field(default_factory=dict)
+    _filtered: dict[tuple[Labels, str | None, Labels, tuple[Toleration, ...]], dict[str, str]] = field(
+        default_factory=dict)
+    _demands: dict[tuple[DeploymentShape, Signature], tuple[object, ...]] = field(default_factory=dict)
     # (cluster, demand) pairs a cluster refused during fill. Fill only ever charges the
     # ledger, so a cluster that refused a demand refuses it for the rest of the pass:
     # later deployments of the same shape skip it without trying (issue 15: most of a

@@ -50,12 +50,13 @@ def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) 
     for pool in cluster.pools:
         opts.matches[pool.name] = tuple(matcher.match(m, pool.cls) for m in engine.members)
     opts.claimable = tuple(
-        any(isinstance(ms[mi], MemberMatch) and ms[mi].claims for ms in opts.matches.values())
+        any(isinstance(match := ms[mi], MemberMatch) and match.claims for ms in opts.matches.values())
         for mi in range(len(engine.members))
     )
     details = opts.details
     for pool in cluster.pools:
         why = None
+        usages: list[Usage] = []
         for mi, member in enumerate(engine.members):
             match = opts.matches[pool.name][mi]
             if isinstance(match, NoMatch):
@@ -65,12 +66,10 @@ def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) 
                 why = (f"member {mi} ({member.role}) resolves only Synthetic devices here "
                        f"but claims a DRA device elsewhere")
                 break
+            usages += member_usage(member, match)
         if why is None and not any(opts.claimable):
             why = "only Synthetic devices match: nothing to claim"
         if why is None:
-            usages = []
-            for mi, member in enumerate(engine.members):
-                usages += member_usage(member, opts.matches[pool.name][mi])
             opts.hosts.append((pool, usages))
         else:
             details.append(f"pool {pool.name}: {why}")
@@ -152,12 +151,12 @@ def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit:
         if shortest is None or short < shortest[0]:
             shortest = (short, pool.name)
     for group in opts.groups:
-        member_pools, short = _span(opts, cluster, trial, group)
+        member_pools, span_short = _span(opts, cluster, trial, group)
         if member_pools is not None:
             return EnginePlacement(_engine_pool(opts, member_pools), member_pools,
                                    _requests(opts, member_pools)), None
-        if short is not None and (shortest is None or short[0] < shortest[0]):
-            shortest = short
+        if span_short is not None and (shortest is None or span_short[0] < shortest[0]):
+            shortest = span_short
     if shortest is not None:
         return None, short_reason(engine.name, shortest[0], unit, shortest[1])
     return None, no_pool_reason(engine.name, opts.details)

@@ -12,6 +12,11 @@ from typing import Any
 
 from modelplane.storage import cache_storage_problem
 
+# matchLabels as sorted (key, value) pairs: hashable, so selector-keyed caches can use it.
+Labels = tuple[tuple[str, str], ...]
+# What pool matching depends on: (pool name, class name, fabric domain) per pool.
+Signature = tuple[tuple[str, str, str | None], ...]
+
 
 def _get(obj: Any, *path: str, default: Any = None) -> Any:
     for name in path:
@@ -72,9 +77,9 @@ class DeploymentShape:
     name: str
     desired: int
     engines: tuple[EngineShape, ...]
-    selector: tuple[tuple[str, str], ...]        # deployment clusterSelector.matchLabels
+    selector: Labels        # deployment clusterSelector.matchLabels
     cache_name: str | None
-    cache_selector: tuple[tuple[str, str], ...]  # referenced ModelCache's matchLabels
+    cache_selector: Labels  # referenced ModelCache's matchLabels
     tolerations: tuple[Toleration, ...]
     invalid: str | None = None                   # CEL compile error, if any
 
@@ -119,7 +124,7 @@ def compile_deployment(fleet: Any, key: tuple[str, str], dep: Any) -> Deployment
         engines.append(EngineShape(engine.name, int(copies), tuple(members)))
 
     cache_name = _get(spec, "model_cache_ref", "name")
-    cache_selector: tuple[tuple[str, str], ...] = ()
+    cache_selector: Labels = ()
     if cache_name:
         cache = fleet.caches.get((namespace, cache_name))
         cache_selector = _labels(_get(cache, "spec", "cluster_selector", "match_labels"))
@@ -214,7 +219,7 @@ class ClusterView:
 
     # What pool matching depends on (names, classes, fabric domains; not sizes):
     # clusters built from one template share it, and so share matching work.
-    signature: tuple[tuple[str, str, str | None], ...] = ()
+    signature: Signature = ()
     # Why no ModelCache can be staged here (modelplane.storage); None when caches can.
     cache_problem: str | None = None
 
