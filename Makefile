@@ -8,7 +8,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-.PHONY: setup run test tools
+.PHONY: setup run test tools lint
 setup: $(STAMP)
 
 # The demo: plan examples/kind, start engines and both Traefik hops on 127.0.0.1,
@@ -30,5 +30,12 @@ tools: $(STAMP)
 	  echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'; \
 	  echo; }
 
-test: $(STAMP) tools
+# ruff (every Python file of the repository) and mypy (the packages pyproject.toml names,
+# strict on modelplane/): any finding fails `make test`, so CI fails on it. mypy's
+# incremental cache (.mypy_cache/, ignored by git) keeps a re-run to seconds.
+lint: $(STAMP)
+	.venv/bin/ruff check .
+	$(PY) -m mypy
+
+test: $(STAMP) lint tools
 	$(PY) -m pytest
