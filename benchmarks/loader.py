@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from modelplane.api import load_manifests  # noqa: E402
 from modelplane.scheduler import place_fleet  # noqa: E402
-from modelplane.scheduler.fleetgen import cluster, deployment, engine, gpu_class, pool, standalone, to_yaml  # noqa: E402
+from tests.manifests import cluster, deployment, engine, gpu_class, pool, standalone, to_yaml  # noqa: E402
 
 
 def write_fleet(root: Path, clusters: int, deployments: int) -> list[Path]:

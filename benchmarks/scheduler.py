@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from modelplane.api import load_documents  # noqa: E402
 from modelplane.scheduler import place_fleet  # noqa: E402
-from modelplane.scheduler.fleetgen import (  # noqa: E402
+from tests.manifests import (  # noqa: E402
     cluster,
     deployment,
     engine,

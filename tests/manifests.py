@@ -1,6 +1,7 @@
-"""Builders for reference-style manifests (plain dicts), used by the scheduler's tests,
-property tests and benchmark to state fleets briefly. Output loads with
-`modelplane.api.load_documents` / `load_manifest_text(to_yaml(docs))`."""
+"""The one place tests and benchmarks build manifests: terse builders for reference-style
+documents (plain dicts). Output loads with `modelplane.api.load_documents` /
+`load_manifest_text(to_yaml(docs))`. Test support, not part of the shipped package
+(benchmarks import it as `tests.manifests`, with the repository root on sys.path)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .types import FleetPlacement
+from modelplane.scheduler import FleetPlacement
 
 API = "modelplane.ai/v1alpha1"
 GPU_DRIVER = "gpu.nvidia.com"

@@ -1,10 +1,10 @@
-"""Hypothesis strategies for random fleets, as manifest dicts (see fleetgen)."""
+"""Hypothesis strategies for random fleets, as manifest dicts (see tests/manifests.py)."""
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from modelplane.scheduler.fleetgen import (
+from tests.manifests import (
     cluster,
     deployment,
     device,

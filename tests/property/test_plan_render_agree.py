@@ -18,8 +18,8 @@ from modelplane.api import load_documents
 from modelplane.plan import plan_fleet
 from modelplane.render import RenderError, render_cache
 from modelplane.scheduler import FleetPlacement, candidate_clusters, place_fleet
-from modelplane.scheduler.fleetgen import cluster, deployment, gpu_class, model_cache, pool
 from modelplane.storage import cache_storage_problem
+from tests.manifests import cluster, deployment, gpu_class, model_cache, pool
 
 from .fleets import REGIONS, fleets
 

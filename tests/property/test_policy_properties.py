@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from modelplane.api import load_documents
 from modelplane.api.placement import CLUSTER_NAME_KEY
 from modelplane.scheduler import FleetPlacement, place_fleet
-from modelplane.scheduler.fleetgen import (
+from modelplane.scheduler.matching import Matcher, MemberMatch
+from modelplane.scheduler.shape import compile_clusters, compile_deployment
+from tests.manifests import (
     cluster,
     deployment,
     engine,
@@ -32,8 +34,6 @@ from modelplane.scheduler.fleetgen import (
     standalone,
     tier,
 )
-from modelplane.scheduler.matching import Matcher, MemberMatch
-from modelplane.scheduler.shape import compile_clusters, compile_deployment
 
 from .fleets import CLASSES, REGIONS, clusters, deployments
 

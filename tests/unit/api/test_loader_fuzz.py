@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import modelplane.cel  # noqa: F401 - celpy raises the recursion limit on import; do it before hypothesis runs
 from modelplane.__main__ import main
-from modelplane.scheduler.fleetgen import cluster, deployment, gpu_class, model_cache, pool
+from tests.manifests import cluster, deployment, gpu_class, model_cache, pool
 
 SECRET = "sk-FUZZ-SECRET-0f9e8d7c"
 FUZZ = settings(max_examples=40, deadline=None,

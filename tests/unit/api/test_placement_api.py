@@ -4,7 +4,7 @@ file, document, kind and name, field path, what is wrong and what would be right
 import pytest
 
 from modelplane.api import ManifestError, load_manifest_text
-from modelplane.scheduler.fleetgen import (
+from tests.manifests import (
     deployment,
     fleet_budget,
     model_service,

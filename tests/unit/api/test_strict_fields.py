@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from modelplane.api import ManifestError, load_documents
-from modelplane.scheduler.fleetgen import cluster, deployment, gpu_class, model_cache, pool
+from tests.manifests import cluster, deployment, gpu_class, model_cache, pool
 
 SERVICE = {"apiVersion": "modelplane.ai/v1alpha1", "kind": "ModelService",
            "metadata": {"name": "chat", "namespace": "default"},

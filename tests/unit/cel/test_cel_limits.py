@@ -12,7 +12,7 @@ from modelplane.api import ManifestError, load_documents
 from modelplane.cel import CelError, DeviceView, compile_selector, evaluate_selector
 from modelplane.celcost import MAX_COST, MAX_EXPRESSION_LENGTH, MAX_NESTING, estimated_cost
 from modelplane.scheduler import place_fleet
-from modelplane.scheduler.fleetgen import (
+from tests.manifests import (
     cluster,
     deployment,
     engine,

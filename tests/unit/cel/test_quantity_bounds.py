@@ -7,7 +7,7 @@ import pytest
 
 from modelplane.api import ManifestError, load_documents
 from modelplane.quantity import MAX_DIGITS, MAX_EXPONENT, Quantity, QuantityError
-from modelplane.scheduler.fleetgen import deployment, engine, gpu_class, member, request
+from tests.manifests import deployment, engine, gpu_class, member, request
 
 
 @pytest.mark.parametrize("text, problem", [

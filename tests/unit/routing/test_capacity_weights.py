@@ -18,7 +18,7 @@ from modelplane.routing import (
     route_entries,
     serving_capacity,
 )
-from modelplane.scheduler.fleetgen import deployment, engine, model_service, service_entry, standalone, to_yaml
+from tests.manifests import deployment, engine, model_service, service_entry, standalone, to_yaml
 
 
 def eps(dep: str, *caps: int, ready: bool = True):
@@ -114,7 +114,7 @@ def test_plan_to_routes_weighs_replicas_by_their_copies():
     one app, 3 copies vs 1, splits 3:1 instead of the reference's 1:1."""
     from modelplane.gateway.fleet import fleet_routes, placement_endpoints
     from modelplane.scheduler import place_fleet
-    from modelplane.scheduler.fleetgen import cluster, gpu_class, pool
+    from tests.manifests import cluster, gpu_class, pool
 
     big = deployment("big", 1, engine("main", standalone(), copies=3), namespace="ml")
     small = deployment("small", 1, namespace="ml")

@@ -9,7 +9,7 @@ from typing import Any
 from modelplane.api import load_manifest_text
 from modelplane.naming import replica_name
 from modelplane.scheduler import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedReplica, place_fleet
-from modelplane.scheduler.fleetgen import (  # noqa: F401
+from tests.manifests import (  # noqa: F401
     cluster,
     deployment,
     device,
