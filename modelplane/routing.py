@@ -10,12 +10,15 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from modelplane.render.meta import LABEL_CLUSTER as CLUSTER_LABEL
 from modelplane.render.meta import LABEL_DEPLOYMENT as DEPLOYMENT_LABEL
 from modelplane.render.meta import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
+
+if TYPE_CHECKING:  # annotations only: the gateway processes import routing without the API models
+    from modelplane.api import ModelDeployment, ModelEndpoint, ModelService
 
 # Gateway API caps a backendRef weight at 1,000,000; Traefik has no cap, but keeping
 # the same numbers means a generated config reads the same in either gateway.
@@ -179,10 +182,10 @@ def cluster_weights(backends: Sequence[WeightedBackend]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
-# --- adapters from modelplane.api models (duck-typed: the API package may evolve) ---
+# --- adapters from modelplane.api models ---
 
 
-def route_entries(service: Any) -> list[RouteEntry]:
+def route_entries(service: ModelService | list[RouteEntry] | tuple[RouteEntry, ...]) -> list[RouteEntry]:
     """RouteEntry list from a ModelService model (or pass RouteEntry lists through)."""
     if isinstance(service, (list, tuple)):
         return list(service)
@@ -217,7 +220,7 @@ def _secret_ref(spec: Any) -> Any:
     return None
 
 
-def endpoint_from_api(obj: Any, *, ready: bool = True) -> Endpoint:
+def endpoint_from_api(obj: ModelEndpoint, *, ready: bool = True) -> Endpoint:
     """Endpoint from a hand-written ModelEndpoint (v0.3.1 url/rewritePath or newer origin/api)."""
     md, spec = obj.metadata, obj.spec
     origin = getattr(spec, "origin", None)
@@ -231,7 +234,7 @@ def endpoint_from_api(obj: Any, *, ready: bool = True) -> Endpoint:
         # v0.3.1: the service prefix is replaced by rewritePath and callers address
         # `/v1/...` below the service, so the provider sees rewritePath + "v1/...".
         prefix = (getattr(spec, "rewrite_path", None) or "/").rstrip("/") + "/v1"
-        parts = urlsplit(spec.url)
+        parts = urlsplit(spec.url or "")   # the model requires url when origin is unset
         url = f"{parts.scheme}://{parts.netloc}"
     secret = _secret_ref(spec)
     cred = Credential(secret.name, getattr(secret, "key", None) or "apiKey") if secret else None
@@ -248,7 +251,8 @@ def endpoint_from_api(obj: Any, *, ready: bool = True) -> Endpoint:
     )
 
 
-def service_weights(service: Any, endpoints: Iterable[Endpoint]) -> list[WeightedBackend]:
+def service_weights(service: ModelService | list[RouteEntry] | tuple[RouteEntry, ...], endpoints: Iterable[Endpoint]
+                    ) -> list[WeightedBackend]:
     """Design-contract entry point: a ModelService (model or entry list) -> backends."""
     ns = None
     md = getattr(service, "metadata", None)
@@ -277,7 +281,7 @@ def replica_endpoint(
     return Endpoint(namespace, replica, labels, url=url, ready=ready, capacity=capacity)
 
 
-def serving_capacity(deployment: Any) -> int:
+def serving_capacity(deployment: ModelDeployment) -> int:
     """Engine copies that answer requests in one replica of a ModelDeployment: every
     engine's copies under Unified serving, the Decode engine's under PrefillDecode
     (requests enter through the decode side). What `weighting: Capacity` weighs."""

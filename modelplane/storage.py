@@ -32,7 +32,7 @@ FILESTORE_PROVISIONER = "filestore.csi.storage.gke.io"
 MIN_CACHE_GIB = {"GKE": 1024}
 
 
-def storage_class_manifest(source: str, *, file_system_id: Any = None, network: str | None = None
+def storage_class_manifest(source: str, *, file_system_id: object = None, network: str | None = None
                            ) -> dict[str, Any]:
     """The ReadWriteMany StorageClass the program creates on an EKS or GKE cluster, named
     as the cache PVCs name it. `file_system_id` (EKS) may be a Pulumi Output: the manifest

@@ -83,7 +83,9 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]
                       ) -> tuple[dict[str, Any] | None, list[CheckFailure]]:
     """(placement JSON, failures). Pure: the same olds and news give the same answer,
     which `pulumi up` relies on (check runs in its preview and again in its update)."""
-    from modelplane.api import load_documents  # deferred: keeps this module's import cheap
+    # Deferred on purpose: the provider process imports this module to start serving, and
+    # the core (pydantic models, the scheduler) loads only when a placement is computed.
+    from modelplane.api import load_documents
     from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
 
     accounting = news.get("accounting") or DEFAULT_ACCOUNTING

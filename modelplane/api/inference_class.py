@@ -6,18 +6,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from modelplane.quantity import Quantity
+from modelplane.semver import Semver
+
 from .common import ApiModel, KindObject, check_unique
 
 
 def _parse_quantity(value: str) -> None:
-    from modelplane.quantity import Quantity  # the quantity module sits beside the API
-
     Quantity.parse(value)
 
 
 def _parse_semver(value: str) -> None:
-    from modelplane.semver import Semver
-
     Semver.parse(value)
 
 

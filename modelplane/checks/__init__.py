@@ -25,6 +25,9 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     sglang,
     secrets,
 )
+from modelplane.api import Fleet
+from modelplane.scheduler import FleetPlacement, place_fleet
+
 from .context import CheckContext, ProgramResource
 from .findings import ADVISORY, DISABLED, LEVELS, MANDATORY, Finding
 from .registry import CHECKS, Check
@@ -39,19 +42,16 @@ __all__ = [
 PACK_ONLY_POLICIES = ("modelplane-fleet-present",)
 
 
-def place(fleet: Any, observed: Mapping[str, Mapping[str, int]] | None = None,
-          accounting: str = "Device") -> Any:
-    from modelplane.scheduler import place_fleet
-
+def place(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | None = None,
+          accounting: str = "Device") -> FleetPlacement:
     return place_fleet(fleet, accounting=accounting, observed=observed)
 
 
-def _placement(fleet: Any, placement: Any, observed: Any) -> Any:
+def _placement(fleet: Fleet, placement: FleetPlacement | Mapping[str, Any] | None,
+               observed: Mapping[str, Mapping[str, int]] | None) -> FleetPlacement:
     if placement is None:
         return place(fleet, observed)
     if isinstance(placement, Mapping):
-        from modelplane.scheduler import FleetPlacement
-
         return FleetPlacement.from_json(dict(placement))
     return placement
 
@@ -78,7 +78,8 @@ def run_check(name: str, ctx: CheckContext) -> list[Finding]:
     return list(CHECKS[name].run(ctx))
 
 
-def run_checks(fleet: Any, placement: Any = None, observed: Mapping[str, Mapping[str, int]] | None = None,
+def run_checks(fleet: Fleet, placement: FleetPlacement | Mapping[str, Any] | None = None,
+               observed: Mapping[str, Mapping[str, int]] | None = None,
                program: Iterable[ProgramResource] | None = None, *,
                levels: Mapping[str, str] | None = None,
                options: Mapping[str, Mapping[str, Any]] | None = None) -> list[Finding]:

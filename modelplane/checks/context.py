@@ -7,6 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from modelplane.api import Fleet
+from modelplane.api.common import KindObject
+from modelplane.scheduler import FleetPlacement
+
 
 @dataclass(frozen=True)
 class ProgramResource:
@@ -25,19 +29,19 @@ class ProgramResource:
 
 @dataclass
 class CheckContext:
-    fleet: Any
-    placement: Any = None          # FleetPlacement, or None when nothing could be placed
+    fleet: Fleet
+    placement: FleetPlacement | None = None    # None when nothing could be placed
     observed: Mapping[str, Mapping[str, int]] | None = None
     program: list[ProgramResource] = field(default_factory=list)
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
-    def ref(self, obj: Any) -> str:
+    def ref(self, obj: KindObject) -> str:
         """`Kind/namespace/name (source)`, the resource half of every message."""
         meta = obj.metadata
         name = f"{meta.namespace}/{meta.name}" if getattr(obj, "NAMESPACED", False) else meta.name
         text = f"{obj.kind}/{name}"
-        source = self.fleet.source_of(obj) if hasattr(self.fleet, "source_of") else None
-        return f"{text} ({source})" if source and source != "<unknown>" else text
+        source = self.fleet.source_of(obj)
+        return f"{text} ({source})" if source != "<unknown>" else text
 
     def option(self, policy: str, key: str, default: Any = None) -> Any:
         return (self.options.get(policy) or {}).get(key, default)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
+
 from .context import CheckContext
 from .findings import MANDATORY, Finding
 from .registry import register
@@ -36,8 +38,6 @@ def node_image_problem(image: str) -> str | None:
 def node_image_error(image: str) -> str | None:
     """The problem with a Kind node image and its fix; None for a good image. The one rule
     for this check and for the program, which refuses to create such a cluster."""
-    from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
-
     problem = node_image_problem(image)
     if problem is None:
         return None

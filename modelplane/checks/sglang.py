@@ -39,15 +39,16 @@ def check_pd(ctx: CheckContext) -> Iterable[Finding]:
                               "straight to SGLang decode pods gets 400 (no bootstrap room). Fix: run both phases "
                               "on SGLang (or both on vLLM).")
                 continue
+            phase = (engine.phase or "").lower()    # never empty here: `phased` has a phase
             for m, member in enumerate(engine.members):
                 mode = flag_value(member.template.spec.engine, "--disaggregation-mode")
-                if mode is None or mode[0] != engine.phase.lower():
+                if mode is None or mode[0] != phase:
                     yield Finding(POLICY_PD, MANDATORY, ctx.ref(dep),
                                   f"{field}.members[{m}].template.spec.containers[0]",
                                   f"engine {engine.name!r} is the {engine.phase} phase but its command line says "
                                   f"{'--disaggregation-mode ' + mode[0] if mode else 'no --disaggregation-mode'}: "
                                   "the PD router pairs prefill and decode servers by that mode. Fix: add "
-                                  f"--disaggregation-mode {engine.phase.lower()}.")
+                                  f"--disaggregation-mode {phase}.")
 
 
 @register(POLICY_PORT, MANDATORY, f"SGLang engines must serve on port {ENGINE_PORT}, where the program probes "

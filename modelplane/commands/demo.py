@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from modelplane.commands.parsers import Subparsers
 from modelplane.commands.split import format_result, printable, run_split
 from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
@@ -34,7 +35,7 @@ DEFAULT_DIR = "examples/kind"
 STOPPED = "stopped every engine and gateway the demo started"
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("demo", help="plan the fleet, run its gateways locally and show each service's split")
     p.add_argument("manifests", nargs="?", default=DEFAULT_DIR,
                    help=f"manifest file or directory (default {DEFAULT_DIR})")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import Any
 
+from modelplane.api import ManifestError, load_manifests
 from modelplane.commands.inputs import read_observed, read_previous
+from modelplane.commands.parsers import Subparsers
 from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, place_fleet
 from modelplane.scheduler.report import format_table
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "plan", help="place every ModelDeployment's replicas on the fleet (dry run)",
         description="Run the fleet scheduler over a manifest file or directory and print "
@@ -35,8 +37,6 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from modelplane.api import ManifestError, load_manifests
-
     try:
         fleet = load_manifests(args.manifests)
         previous = read_previous(args.previous) if args.previous else None
@@ -57,7 +57,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.flush()
     except BrokenPipeError:
         # `plan ... | head` closed the pipe early: not an error of the plan.
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0

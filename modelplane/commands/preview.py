@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from modelplane.commands.parsers import Subparsers
 from modelplane.commands.stacks import add_verb
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     add_verb(subparsers, "preview")

@@ -7,14 +7,18 @@ import argparse
 import sys
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
 
-from modelplane.plan import DEFAULT_CONTROL_PLANE, SecretNeed
+from modelplane.api import ManifestError, load_manifests
+from modelplane.commands.inputs import read_previous
+from modelplane.commands.parsers import Subparsers
+from modelplane.plan import DEFAULT_CONTROL_PLANE, ControlPlane, SecretNeed, gitops_gateway_urls, plan_fleet
+from modelplane.render import RenderError
 from modelplane.render.meta import Manifest
-from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement
+from modelplane.render.output import write_cluster_dirs
+from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "render", help="place the fleet and write every cluster's manifests as YAML",
         description="Run the fleet scheduler over a manifest file or directory, plan every "
@@ -50,13 +54,6 @@ def summary(placement: FleetPlacement, manifests: Mapping[str, Sequence[Manifest
 
 
 def run(args: argparse.Namespace) -> int:
-    from modelplane.api import ManifestError, load_manifests
-    from modelplane.commands.inputs import read_previous
-    from modelplane.plan import ControlPlane, gitops_gateway_urls, plan_fleet
-    from modelplane.render import RenderError
-    from modelplane.render.output import write_cluster_dirs
-    from modelplane.scheduler import place_fleet
-
     try:
         fleet = load_manifests(args.manifests)
         previous = read_previous(args.previous) if args.previous else None

@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+
+from modelplane.api import ManifestError, load_manifests
+from modelplane.commands.parsers import Subparsers
 
 # The supervisor lives outside the pure core (it starts processes); this command is its CLI.
 from sim import DEFAULT_STATE_DIR, SimError, SimFleet
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "sim", help="start, stop or show simulated clusters of a fleet (real control planes + kwok)",
         description="Simulated clusters for a fleet: one real Kubernetes control plane per InferenceCluster, "
@@ -33,8 +35,6 @@ def add_parser(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from modelplane.api import ManifestError, load_manifests
-
     fleet_sim = SimFleet(args.state_dir, timeout=args.timeout, first_port=args.first_port)
     try:
         if args.action == "up":

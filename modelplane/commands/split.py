@@ -29,6 +29,7 @@ from typing import Any
 
 import httpx
 
+from modelplane.commands.parsers import Subparsers
 from modelplane.gateway.process import Terminated, terminate_on_signals
 from modelplane.redact import redact_url
 
@@ -226,7 +227,7 @@ def _is_ip(host: str) -> bool:
     return True
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("split", help="send N requests through a service URL and count who served them")
     p.add_argument("url", help="service URL, e.g. http://127.0.0.1:8000/ml-team/chat")
     p.add_argument("-n", type=int, default=200, help="number of requests (default 200)")

@@ -8,7 +8,8 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+
+from modelplane.commands.parsers import Subparsers
 
 PROJECT = Path(__file__).resolve().parents[2]
 HELP = {
@@ -18,7 +19,7 @@ HELP = {
 }
 
 
-def add_verb(subparsers: Any, verb: str) -> None:
+def add_verb(subparsers: Subparsers, verb: str) -> None:
     p = subparsers.add_parser(verb, help=HELP[verb], description=HELP[verb] + ". A stack without a `split` "
                               "config block is a one-stack fleet and runs alone. Needs the pulumi CLI on PATH "
                               "(docs/engine-tools.md).")

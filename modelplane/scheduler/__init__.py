@@ -17,9 +17,9 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
-from modelplane.api import Fleet
+from modelplane.api import Fleet, ModelDeployment
 
 from .conditions import overdrawn, replicas_scheduled
 from .explain import selector_reason
@@ -39,6 +39,9 @@ from .types import (
     Unplaced,
 )
 
+if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first needed (below)
+    from modelplane.cel import SelectorCache
+
 __all__ = [
     "ACCOUNTING_MODES", "DEFAULT_ACCOUNTING", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
     "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced", "candidate_clusters",
@@ -46,9 +49,9 @@ __all__ = [
 ]
 
 
-def place_fleet(fleet: Any, previous: FleetPlacement | None = None, accounting: str = "Device",
+def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = "Device",
                 observed: Mapping[str, Mapping[str, int]] | None = None,
-                selector_cache: Any | None = None) -> FleetPlacement:
+                selector_cache: SelectorCache | None = None) -> FleetPlacement:
     with _collector_paused():
         return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache)[0]
 
@@ -68,10 +71,10 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
+def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None,
                             accounting: str = "Device",
                             observed: Mapping[str, Mapping[str, int]] | None = None,
-                            selector_cache: Any | None = None) -> tuple[FleetPlacement, Ledger]:
+                            selector_cache: SelectorCache | None = None) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
     and reports can audit it."""
     if accounting not in ACCOUNTING_MODES:
@@ -111,28 +114,28 @@ def place_fleet_with_ledger(fleet: Any, previous: FleetPlacement | None = None,
     return FleetPlacement(result, budgets), ledger
 
 
-_SHARED_SELECTORS: Any = None
+_SHARED_SELECTORS: SelectorCache | None = None
 
 
-def _selector_cache(given: Any | None) -> Any:
+def _selector_cache(given: SelectorCache | None) -> SelectorCache:
     global _SHARED_SELECTORS
     if given is not None:
         return given
     if _SHARED_SELECTORS is None:
+        # Deferred: modelplane.cel costs ~0.16 s to import (see shape._compile_error).
         from modelplane.cel import SelectorCache
 
         _SHARED_SELECTORS = SelectorCache()
     return _SHARED_SELECTORS
 
 
-def resolve_member_requests(fleet: Any, deployment: Any, engine: str, member_index: int,
-                            class_name: str, selector_cache: Any | None = None
+def resolve_member_requests(fleet: Fleet, deployment: ModelDeployment, engine: str, member_index: int,
+                            class_name: str, selector_cache: SelectorCache | None = None
                             ) -> list[ResolvedRequest]:
     """The DRA requests a member carries on a pool of class `class_name` (what its
     ResourceClaimTemplate needs), by the scheduler's own matching. Empty for a claimless
     member; KeyError if the engine or class is unknown or the member does not match."""
-    key = getattr(deployment, "key", None) or (deployment.metadata.namespace or "default",
-                                                deployment.metadata.name)
+    key = (deployment.metadata.namespace or "default", deployment.metadata.name)
     shape = compile_deployment(fleet, key, deployment)
     eng = shape.engine(engine)
     if eng is None:

@@ -7,10 +7,13 @@ is memoized per pair: every pool of a class on every cluster shares one answer.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .shape import ClassView, MemberShape
 from .types import ResolvedRequest
+
+if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first needed
+    from modelplane.cel import SelectorCache
 
 
 @dataclass(frozen=True)
@@ -34,8 +37,9 @@ class NoMatch:
 
 
 class Matcher:
-    def __init__(self, selector_cache: Any | None = None) -> None:
+    def __init__(self, selector_cache: SelectorCache | None = None) -> None:
         if selector_cache is None:
+            # Deferred: modelplane.cel costs ~0.16 s to import (see shape._compile_error).
             from modelplane.cel import SelectorCache
 
             selector_cache = SelectorCache()

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from modelplane.api import Fleet, ModelDeployment, NodePool
 from modelplane.storage import cache_storage_problem
+
+if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first needed
+    from modelplane.cel import DeviceView
 
 # matchLabels as sorted (key, value) pairs: hashable, so selector-keyed caches can use it.
 Labels = tuple[tuple[str, str], ...]
@@ -97,7 +101,7 @@ def _labels(mapping: Any) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), "" if v is None else str(v)) for k, v in dict(mapping).items()))
 
 
-def compile_deployment(fleet: Any, key: tuple[str, str], dep: Any) -> DeploymentShape:
+def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment) -> DeploymentShape:
     namespace, name = key
     spec = _get(dep, "spec", "template", "spec")
     engines = []
@@ -152,6 +156,8 @@ def compile_deployment(fleet: Any, key: tuple[str, str], dep: Any) -> Deployment
 
 
 def _compile_error(cels: tuple[str, ...]) -> str | None:
+    # Deferred: importing modelplane.cel (cel-python, lark and its grammar) costs ~0.16 s, which
+    # loading manifests and planning without a selector to compile need not pay.
     from modelplane import cel
 
     for expr in cels:
@@ -179,11 +185,12 @@ class DeviceKind:
 class ClassView:
     name: str
     devices: tuple[DeviceKind, ...]
-    _views: dict[int, Any] = field(default_factory=dict)
+    _views: dict[int, DeviceView] = field(default_factory=dict)
 
-    def device_view(self, i: int) -> Any:
+    def device_view(self, i: int) -> DeviceView:
         view = self._views.get(i)
         if view is None:
+            # Deferred: modelplane.cel costs ~0.16 s to import (see _compile_error).
             from modelplane.cel import DeviceView
 
             d = self.devices[i]
@@ -227,7 +234,7 @@ class ClusterView:
         return next((p for p in self.pools if p.name == name), None)
 
 
-def compile_classes(fleet: Any, only: str | None = None) -> dict[str, ClassView]:
+def compile_classes(fleet: Fleet, only: str | None = None) -> dict[str, ClassView]:
     classes = {}
     for name in sorted(fleet.classes):
         if only is not None and name != only:
@@ -250,14 +257,14 @@ def compile_classes(fleet: Any, only: str | None = None) -> dict[str, ClassView]
     return classes
 
 
-def declared_nodes(pool: Any) -> int:
+def declared_nodes(pool: NodePool) -> int:
     max_nodes = _get(pool, "max_node_count")
     if max_nodes:
         return _nonneg(max_nodes)
     return _nonneg(_get(pool, "node_count", default=1))
 
 
-def compile_clusters(fleet: Any, observed: Mapping[str, Mapping[str, int]] | None = None
+def compile_clusters(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | None = None
                      ) -> dict[str, ClusterView]:
     classes = compile_classes(fleet)
     observed = observed or {}
