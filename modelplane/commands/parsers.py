@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+from typing import TypeAlias
 
-# What ArgumentParser.add_subparsers() returns (typeshed's name for it; argparse exports none).
-Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+# What ArgumentParser.add_subparsers() returns (typeshed's name for it; argparse exports
+# none, and the class is not subscriptable at run time, hence the string).
+Subparsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
