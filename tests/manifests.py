@@ -33,9 +33,11 @@ def device(name: str = "gpu", count: int = 1, memory: str = "80Gi", claim: str =
     return d
 
 
-def inference_class(name: str, *devices: dict) -> dict:
-    return {"apiVersion": API, "kind": "InferenceClass", "metadata": {"name": name},
-            "spec": {"devices": list(devices) or [device()]}}
+def inference_class(name: str, *devices: dict, description: str | None = None) -> dict:
+    spec: dict[str, Any] = {"devices": list(devices) or [device()]}
+    if description is not None:
+        spec["description"] = description
+    return {"apiVersion": API, "kind": "InferenceClass", "metadata": {"name": name}, "spec": spec}
 
 
 def gpu_class(name: str, count: int = 1, memory: str = "80Gi") -> dict:
@@ -52,11 +54,18 @@ def pool(name: str, class_name: str, nodes: int = 1, max_nodes: int | None = Non
     return p
 
 
+def kind_source(node_image: str | None = None) -> dict[str, Any]:
+    return {"source": "Kind", "kind": {"nodeImage": node_image}} if node_image else {"source": "Kind"}
+
+
 def cluster(name: str, *pools: dict, labels: dict | None = None,
-            taints: list[dict] | None = None) -> dict:
-    spec: dict[str, Any] = {"cluster": {"source": "Kind"}, "nodePools": list(pools)}
+            taints: list[dict] | None = None, source: dict[str, Any] | None = None,
+            gateway_hostname: str | None = None) -> dict:
+    spec: dict[str, Any] = {"cluster": source or kind_source(), "nodePools": list(pools)}
     if taints:
         spec["taints"] = taints
+    if gateway_hostname is not None:
+        spec["gateway"] = {"hostname": gateway_hostname}
     meta: dict[str, Any] = {"name": name}
     if labels:
         meta["labels"] = labels
@@ -75,9 +84,12 @@ def request(name: str = "gpu", count: int = 1, *cels: str) -> dict:
             "selectors": [{"cel": c} for c in (cels or (mem_at_least(40),))]}
 
 
-def member(role: str = "Standalone", *requests: dict, nodes: int | None = None) -> dict:
-    m: dict[str, Any] = {"role": role, "template": {"spec": {"containers": [
-        {"name": "engine", "image": "vllm/vllm-openai:v0.11.0"}]}}}
+def member(role: str = "Standalone", *requests: dict, nodes: int | None = None,
+           image: str = "vllm/vllm-openai:v0.11.0", command: list[str] | None = None) -> dict:
+    container: dict[str, Any] = {"name": "engine", "image": image}
+    if command is not None:
+        container["command"] = command
+    m: dict[str, Any] = {"role": role, "template": {"spec": {"containers": [container]}}}
     if requests:
         m["nodeSelector"] = {"devices": list(requests)}
     if nodes is not None:

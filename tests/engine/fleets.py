@@ -5,63 +5,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tests.manifests import (
+    cluster,
+    deployment,
+    device,
+    engine,
+    inference_class,
+    kind_source,
+    member,
+    pool,
+    request,
+    to_yaml,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
-_CLASS = {
-    "apiVersion": "modelplane.ai/v1alpha1",
-    "kind": "InferenceClass",
-    "metadata": {"name": "fake-gpu"},
-    "spec": {
-        "description": "One fake GPU per node (engine tests).",
-        "devices": [{
-            "name": "gpu", "claim": "DRA", "driver": "gpu.example.com", "deviceClassName": "gpu.example.com",
-            "count": 1,
-            "attributes": {"model": {"string": "LATEST-GPU-MODEL"}, "driverVersion": {"version": "1.0.0"}},
-            "capacity": {"memory": {"value": "80Gi"}},
-        }],
-    },
-}
+FAKE_DRIVER = "gpu.example.com"
+_CLASS = inference_class(
+    "fake-gpu",
+    device("gpu", 1, "80Gi", driver=FAKE_DRIVER,
+           attributes={"model": {"string": "LATEST-GPU-MODEL"}, "driverVersion": {"version": "1.0.0"}}),
+    description="One fake GPU per node (engine tests).",
+)
+AT_LEAST_20GI = f'device.capacity["{FAKE_DRIVER}"].memory.compareTo(quantity("20Gi")) >= 0'
 
 
 def _cluster(name: str, nodes: int) -> dict:
-    return {
-        "apiVersion": "modelplane.ai/v1alpha1",
-        "kind": "InferenceCluster",
-        "metadata": {"name": name, "labels": {"modelplane.ai/region": name}},
-        "spec": {
-            "cluster": {"source": "Kind", "kind": {"nodeImage": "kindest/node:v1.35.1"}},
-            "gateway": {"hostname": f"{name}.gateway.example.test"},
-            "nodePools": [{"name": "gpu", "className": "fake-gpu", "nodeCount": nodes}],
-        },
-    }
+    return cluster(name, pool("gpu", "fake-gpu", nodes), labels={"modelplane.ai/region": name},
+                   source=kind_source("kindest/node:v1.35.1"), gateway_hostname=f"{name}.gateway.example.test")
 
 
 def _deployment(name: str, replicas: int) -> dict:
-    return {
-        "apiVersion": "modelplane.ai/v1alpha1",
-        "kind": "ModelDeployment",
-        "metadata": {"name": name, "namespace": "ml-team"},
-        "spec": {
-            "replicas": replicas,
-            "template": {"spec": {"engines": [{
-                "name": "mock",
-                "members": [{
-                    "role": "Standalone",
-                    "nodeSelector": {"devices": [{
-                        "name": "gpu", "count": 1,
-                        "selectors": [{"cel": 'device.capacity["gpu.example.com"].memory'
-                                              '.compareTo(quantity("20Gi")) >= 0'}],
-                    }]},
-                    "template": {"spec": {"containers": [{
-                        "name": "engine", "image": "python:3.12-alpine",
-                        "command": ["python", "-m", "http.server", "8000"],
-                    }]}},
-                }],
-            }]}},
-        },
-    }
+    mock = member("Standalone", request("gpu", 1, AT_LEAST_20GI), image="python:3.12-alpine",
+                  command=["python", "-m", "http.server", "8000"])
+    return deployment(name, replicas, engine("mock", mock), namespace="ml-team")
 
 
 def scaling_fleet(directory: Path, replicas: int) -> Path:
@@ -69,7 +46,7 @@ def scaling_fleet(directory: Path, replicas: int) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     docs = [_CLASS, _cluster("alpha", 3), _cluster("beta", 2), _deployment("chat", replicas)]
     path = directory / "fleet.yaml"
-    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    path.write_text(to_yaml(docs))
     return directory
 
 

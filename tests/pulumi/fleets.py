@@ -1,79 +1,53 @@
-"""Small fleets for the provider and program tests, as manifest text."""
+"""Small fleets for the provider and program tests, as manifest text (tests/manifests.py builds them)."""
 
 from __future__ import annotations
 
-CLASS = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: fake-gpu}
-spec:
-  devices:
-  - {name: gpu, driver: gpu.example.com, deviceClassName: gpu.example.com, count: 1,
-     capacity: {memory: {value: 80Gi}}}
-"""
+from modelplane.api import load_manifest_text
+from tests.manifests import (
+    cluster,
+    deployment,
+    device,
+    engine,
+    inference_class,
+    member,
+    model_service,
+    pool,
+    request,
+    service_entry,
+    taint,
+    to_yaml,
+)
 
-CLUSTER = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceCluster
-metadata:
-  name: {name}
-  labels: {{modelplane.ai/region: {name}}}
-spec:
-  cluster: {{source: Kind}}
-  taints: {taints}
-  nodePools:
-  - {{name: gpu, className: fake-gpu, nodeCount: {nodes}}}
-"""
+FAKE_DRIVER = "gpu.example.com"
+FAKE_GPU = inference_class("fake-gpu", device("gpu", 1, "80Gi", driver=FAKE_DRIVER))
+AT_LEAST_20GI = f'device.capacity["{FAKE_DRIVER}"].memory.compareTo(quantity("20Gi")) >= 0'
 
-DEPLOYMENT = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelDeployment
-metadata: {{name: {name}, namespace: ml-team}}
-spec:
-  replicas: {replicas}
-  template:
-    spec:
-      engines:
-      - name: mock
-        copies: {copies}
-        members:
-        - role: Standalone
-          nodeSelector:
-            devices:
-            - name: gpu
-              selectors:
-              - cel: device.capacity["gpu.example.com"].memory.compareTo(quantity("20Gi")) >= 0
-          template:
-            spec:
-              containers: [{{name: engine, image: python:3.12-alpine}}]
-"""
 
-SERVICE = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelService
-metadata: {name: chat, namespace: ml-team}
-spec:
-  endpoints:
-  - {name: stable, weight: 90, selector: {matchLabels: {modelplane.ai/deployment: chat}}}
-  - {name: canary, weight: 10, selector: {matchLabels: {modelplane.ai/deployment: chat-canary}}}
-"""
+def _chat_service() -> dict:
+    """`chat`: 90/10 over deployments chat (stable) and chat-canary (canary)."""
+    return model_service(
+        "chat",
+        service_entry({"modelplane.ai/deployment": "chat"}, weight=90, name="stable"),
+        service_entry({"modelplane.ai/deployment": "chat-canary"}, weight=10, name="canary"),
+        namespace="ml-team",
+    )
 
 
 def fleet_text(clusters: dict[str, int], deployments: dict[str, int], copies: int = 1,
                tainted: dict[str, str] | None = None, service: bool = False) -> str:
     """`clusters`: name -> nodes; `deployments`: name -> replicas; `tainted`: cluster -> effect."""
-    docs = [CLASS]
+    docs = [FAKE_GPU]
     for name, nodes in clusters.items():
         effect = (tainted or {}).get(name)
-        taints = f"[{{key: maintenance, effect: {effect}}}]" if effect else "[]"
-        docs.append(CLUSTER.format(name=name, nodes=nodes, taints=taints))
-    docs += [DEPLOYMENT.format(name=n, replicas=r, copies=copies) for n, r in deployments.items()]
+        docs.append(cluster(name, pool("gpu", "fake-gpu", nodes), labels={"modelplane.ai/region": name},
+                            taints=[taint("maintenance", effect)] if effect else None))
+    for name, replicas in deployments.items():
+        mock = member("Standalone", request("gpu", 1, AT_LEAST_20GI), image="python:3.12-alpine")
+        docs.append(deployment(name, replicas, engine("mock", mock, copies=copies), namespace="ml-team"))
     if service:
-        docs.append(SERVICE)
-    return "---".join(docs)
+        docs.append(_chat_service())
+    return to_yaml(docs)
 
 
 def documents(text: str) -> list[dict]:
-    from modelplane.api import load_manifest_text
-
     return load_manifest_text(text).to_documents()
