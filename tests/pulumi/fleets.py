@@ -9,6 +9,7 @@ from tests.manifests import (
     device,
     engine,
     inference_class,
+    kind_source,
     member,
     model_service,
     pool,
@@ -34,13 +35,16 @@ def _chat_service() -> dict:
 
 
 def fleet_text(clusters: dict[str, int], deployments: dict[str, int], copies: int = 1,
-               tainted: dict[str, str] | None = None, service: bool = False) -> str:
-    """`clusters`: name -> nodes; `deployments`: name -> replicas; `tainted`: cluster -> effect."""
+               tainted: dict[str, str] | None = None, service: bool = False,
+               node_image: str | None = None) -> str:
+    """`clusters`: name -> nodes; `deployments`: name -> replicas; `tainted`: cluster -> effect;
+    `node_image`: every Kind cluster's kindest/node image (else the default)."""
     docs = [FAKE_GPU]
     for name, nodes in clusters.items():
         effect = (tainted or {}).get(name)
         docs.append(cluster(name, pool("gpu", "fake-gpu", nodes), labels={"modelplane.ai/region": name},
-                            taints=[taint("maintenance", effect)] if effect else None))
+                            taints=[taint("maintenance", effect)] if effect else None,
+                            source=kind_source(node_image)))
     for name, replicas in deployments.items():
         mock = member("Standalone", request("gpu", 1, AT_LEAST_20GI), image="python:3.12-alpine")
         docs.append(deployment(name, replicas, engine("mock", mock, copies=copies), namespace="ml-team"))

@@ -177,8 +177,7 @@ def test_kind_node_image_rule_kubelet_dra_idle_deadlock_fixed_in_v1_34_2(tmp_pat
     from modelplane.checks import CHECKS, CheckContext
     from modelplane.scheduler import place_fleet
 
-    text = fleet_text({"eu-west": 1}, {"chat": 1}).replace(
-        "source: Kind", f"source: Kind, kind: {{nodeImage: '{image}'}}")
+    text = fleet_text({"eu-west": 1}, {"chat": 1}, node_image=image)
     (tmp_path / "fleet.yaml").write_text(text)
     fleet = load_manifests(tmp_path)
     flagged = list(CHECKS["kind-node-image"].run(CheckContext(fleet, place_fleet(fleet), None, [], {})))
