@@ -33,10 +33,13 @@ def device(name: str = "gpu", count: int = 1, memory: str = "80Gi", claim: str =
     return d
 
 
-def inference_class(name: str, *devices: dict, description: str | None = None) -> dict:
+def inference_class(name: str, *devices: dict, description: str | None = None,
+                    provisioning: dict[str, Any] | None = None) -> dict:
     spec: dict[str, Any] = {"devices": list(devices) or [device()]}
     if description is not None:
         spec["description"] = description
+    if provisioning is not None:
+        spec["provisioning"] = provisioning
     return {"apiVersion": API, "kind": "InferenceClass", "metadata": {"name": name}, "spec": spec}
 
 
@@ -45,13 +48,21 @@ def gpu_class(name: str, count: int = 1, memory: str = "80Gi") -> dict:
 
 
 def pool(name: str, class_name: str, nodes: int = 1, max_nodes: int | None = None,
-         domain: str | None = None) -> dict:
+         domain: str | None = None, *, fabric: str = "None", zones: list[str] | None = None) -> dict:
     p: dict[str, Any] = {"name": name, "className": class_name, "nodeCount": nodes}
     if max_nodes is not None:
         p["maxNodeCount"] = max_nodes
-    if domain is not None:
-        p["fabric"] = {"type": "None", "domain": domain}
+    if zones is not None:
+        p["zones"] = zones
+    if domain is not None or fabric != "None":
+        p["fabric"] = {"type": fabric, "domain": domain} if domain is not None else {"type": fabric}
     return p
+
+
+def gateway(cluster_name: str, traefik_version: str = "41.3.0", name: str = "default") -> dict[str, Any]:
+    """The control-plane InferenceGateway, on fleet cluster `cluster_name`."""
+    return {"apiVersion": API, "kind": "InferenceGateway", "metadata": {"name": name},
+            "spec": {"backend": "Traefik", "traefik": {"version": traefik_version}, "clusterName": cluster_name}}
 
 
 def kind_source(node_image: str | None = None) -> dict[str, Any]:
