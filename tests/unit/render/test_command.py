@@ -95,13 +95,13 @@ def test_dangling_cache_reference_exits_2(tmp_path, capsys):
 
 
 def test_render_errors_exit_2_and_write_nothing(tmp_path, capsys, monkeypatch):
-    import modelplane.plan as plan
+    import modelplane.commands.render as render_command
     from modelplane.render import RenderError
 
     def refuse(*_args, **_kwargs):
         raise RenderError("ModelCache ml-team/qwen cannot be staged on InferenceCluster vultr-f")
 
-    monkeypatch.setattr(plan, "plan_fleet", refuse)
+    monkeypatch.setattr(render_command, "plan_fleet", refuse)
     out = tmp_path / "out"
     assert _run(str(_manifests(tmp_path)), str(out)) == 2
     assert "vultr-f" in capsys.readouterr().err
