@@ -185,6 +185,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     served = os.environ.get("MODELPLANE_SERVED_MODEL_NAME", "")  # "<ns>/<deployment>" in a pod
     p.add_argument("--name", default=os.environ.get("MODELPLANE_REPLICA") or os.environ.get("HOSTNAME") or "engine",
                    help="replica name reported in every answer (default: $MODELPLANE_REPLICA, else $HOSTNAME)")
+    # modelplane.render.meta.ENGINE_PORT, where pods are probed and routed: this file runs
+    # alone in a pod (python -m on the shipped source), so it imports nothing of modelplane;
+    # tests/unit/render/test_mock_engine_port.py keeps the two equal.
     p.add_argument("--port", type=int, default=8000)
     # A listening socket inherited from the parent (modelplane.gateway.process): the port
     # was bound before this process started, so nobody else could take it meanwhile.

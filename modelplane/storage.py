@@ -6,8 +6,6 @@ cache, and for the renderers, which draw the cache's PVC with this storage class
 
 from __future__ import annotations
 
-from typing import Any
-
 from modelplane.api import InferenceCluster
 
 # RWX StorageClasses the serving stack installs per source; Vultr has none, and an
@@ -30,25 +28,6 @@ FILESTORE_PROVISIONER = "filestore.csi.storage.gke.io"
 # Filestore instances start at 1 TiB (same page, "minimum instance size is 1 TiB"); a cache
 # PVC asks for at least that much on GKE, so what it asks for is what it gets.
 MIN_CACHE_GIB = {"GKE": 1024}
-
-
-def storage_class_manifest(source: str, *, file_system_id: object = None, network: str | None = None
-                           ) -> dict[str, Any]:
-    """The ReadWriteMany StorageClass the program creates on an EKS or GKE cluster, named
-    as the cache PVCs name it. `file_system_id` (EKS) may be a Pulumi Output: the manifest
-    is plain data the component registers."""
-    meta = {"name": STORAGE_CLASSES[source], "labels": {"app.kubernetes.io/managed-by": "modelplane"}}
-    if source == "EKS":
-        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta,
-                "provisioner": EFS_PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
-                "parameters": {"provisioningMode": "efs-ap", "fileSystemId": file_system_id,
-                               "directoryPerms": "700"}}
-    if source == "GKE":
-        return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": meta,
-                "provisioner": FILESTORE_PROVISIONER, "reclaimPolicy": "Delete", "volumeBindingMode": "Immediate",
-                "allowVolumeExpansion": True,
-                "parameters": {"tier": "enterprise", "network": network or "default"}}
-    raise ValueError(f"the program creates no cache StorageClass on {source} clusters")
 
 
 def cache_request_gib(cluster: InferenceCluster, size_gib: int) -> int:

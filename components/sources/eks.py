@@ -43,7 +43,7 @@ from modelplane.clouds.nodes import (
     provisioned_node_labels,
     provisioned_node_taints,
 )
-from modelplane.storage import storage_class_manifest
+from modelplane.render.storage_class import storage_class_manifest
 
 DEFAULT_AMI = "AL2023_x86_64_NVIDIA"
 _ASSUME = {"eks": "eks.amazonaws.com", "ec2": "ec2.amazonaws.com", "pods": "pods.eks.amazonaws.com"}

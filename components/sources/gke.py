@@ -36,7 +36,7 @@ from modelplane.clouds.nodes import (
     provisioned_node_labels,
 )
 from modelplane.clouds.nvidia import uses_nvidia_dra
-from modelplane.storage import storage_class_manifest
+from modelplane.render.storage_class import storage_class_manifest
 
 
 def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:

@@ -12,7 +12,9 @@ from pydantic.alias_generators import to_camel
 API_VERSION = "modelplane.ai/v1alpha1"
 RESERVED_PREFIX = "modelplane.ai/"
 # Reserved keys a user may set: declarations the program reads, never stamps itself.
-USER_SETTABLE_ANNOTATIONS = frozenset({"modelplane.ai/nixl"})
+# The annotation that vouches an engine image ships NIXL (the prefill-decode-needs-nixl check).
+NIXL_ANNOTATION = RESERVED_PREFIX + "nixl"
+USER_SETTABLE_ANNOTATIONS = frozenset({NIXL_ANNOTATION})
 
 # Always used with fullmatch: `$` also matches before a trailing newline, which let
 # "eu-west\n" pass as a name (and become a directory named so).

@@ -26,7 +26,7 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     secrets,
 )
 from modelplane.api import Fleet
-from modelplane.scheduler import FleetPlacement, place_fleet
+from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
 
 from .context import CheckContext, ProgramResource
 from .findings import ADVISORY, DISABLED, LEVELS, MANDATORY, Finding
@@ -43,7 +43,7 @@ PACK_ONLY_POLICIES = ("modelplane-fleet-present",)
 
 
 def place(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | None = None,
-          accounting: str = "Device") -> FleetPlacement:
+          accounting: str = DEFAULT_ACCOUNTING) -> FleetPlacement:
     return place_fleet(fleet, accounting=accounting, observed=observed)
 
 

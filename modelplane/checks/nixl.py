@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from modelplane.api.common import NIXL_ANNOTATION
+
 from .context import CheckContext
 from .findings import MANDATORY, Finding
 from .registry import register
-from .tables import NIXL_ANNOTATION, NIXL_EXCLUDED_TAG, NIXL_IMAGES
+from .tables import NIXL_EXCLUDED_TAG, NIXL_IMAGES
 
 POLICY = "prefill-decode-needs-nixl"
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")

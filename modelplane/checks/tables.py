@@ -16,7 +16,6 @@ NIXL_IMAGES: dict[str, str] = {
 }
 # Tags that are builds without NIXL even when the repository ships it (ROCm has no RIXL).
 NIXL_EXCLUDED_TAG = re.compile(r"rocm", re.IGNORECASE)
-NIXL_ANNOTATION = "modelplane.ai/nixl"
 
 
 # Kind node images: kubelet 1.34.0/1.34.1 deadlocks DRA after ~30 idle minutes

@@ -5,12 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from modelplane.api.placement import CLUSTER_NAME_KEY
+
 # A Kubernetes object as plain JSON-like data: what every renderer returns.
 Manifest = dict[str, Any]
 
 GROUP = "modelplane.ai/"
 LABEL_DEPLOYMENT = GROUP + "deployment"
-LABEL_CLUSTER = GROUP + "cluster"
+# The key spread and tiers group clusters by (modelplane.api.placement) is this label.
+LABEL_CLUSTER = CLUSTER_NAME_KEY
 LABEL_REPLICA_INDEX = GROUP + "replica-index"
 LABEL_SERVING = GROUP + "serving"
 LABEL_WORKLOAD = GROUP + "workload"

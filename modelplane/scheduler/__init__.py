@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 
-def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = "Device",
+def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = DEFAULT_ACCOUNTING,
                 observed: Mapping[str, Mapping[str, int]] | None = None,
                 selector_cache: SelectorCache | None = None) -> FleetPlacement:
     with _collector_paused():
@@ -72,7 +72,7 @@ def _collector_paused() -> Iterator[None]:
 
 
 def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None,
-                            accounting: str = "Device",
+                            accounting: str = DEFAULT_ACCOUNTING,
                             observed: Mapping[str, Mapping[str, int]] | None = None,
                             selector_cache: SelectorCache | None = None) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests

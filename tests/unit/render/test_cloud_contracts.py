@@ -257,7 +257,7 @@ def test_vllm_prefill_decode_routes_to_decode_pods_without_a_router() -> None:
 def test_platform_objects_we_render_for_the_clouds_are_valid_kubernetes(cluster: str) -> None:
     """Kubernetes 1.35 OpenAPI (kubernetes-validate, strict): the pre-chart objects (quota,
     driver installer), the cache StorageClass and the ModelExpress objects."""
-    from modelplane.storage import storage_class_manifest
+    from modelplane.render.storage_class import storage_class_manifest
 
     for spec in _charts(cluster).values():
         for obj in spec.pre_objects:  # type: ignore[attr-defined]

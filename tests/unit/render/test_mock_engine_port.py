@@ -1,0 +1,9 @@
+"""The mock engine runs alone in a pod and cannot import modelplane: its default port is
+typed out there, and must be the port the renderers probe and route to."""
+
+from modelplane import mock_engine
+from modelplane.render.meta import ENGINE_PORT
+
+
+def test_mock_engine_listens_on_the_engine_port_by_default():
+    assert mock_engine.parse_args([]).port == ENGINE_PORT
