@@ -15,11 +15,13 @@ from modelplane.scheduler import FleetPlacement
 
 API = "modelplane.ai/v1alpha1"
 GPU_DRIVER = "gpu.nvidia.com"
+# The fake GPU of the Kind, mock-engine and sim fleets: one per node.
+FAKE_DRIVER = "gpu.example.com"
 
 
-def mem_at_least(gib: int | str) -> str:
+def mem_at_least(gib: int | str, driver: str = GPU_DRIVER) -> str:
     q = f"{gib}Gi" if isinstance(gib, int) else gib
-    return f'device.capacity["{GPU_DRIVER}"].memory.compareTo(quantity("{q}")) >= 0'
+    return f'device.capacity["{driver}"].memory.compareTo(quantity("{q}")) >= 0'
 
 
 def device(name: str = "gpu", count: int = 1, memory: str = "80Gi", claim: str = "DRA",
@@ -45,6 +47,12 @@ def inference_class(name: str, *devices: dict, description: str | None = None,
 
 def gpu_class(name: str, count: int = 1, memory: str = "80Gi") -> dict:
     return inference_class(name, device("gpu", count, memory))
+
+
+def fake_gpu_class(attributes: dict | None = None, description: str | None = None) -> dict:
+    """`fake-gpu`: one 80Gi device of FAKE_DRIVER per node."""
+    return inference_class("fake-gpu", device("gpu", 1, "80Gi", driver=FAKE_DRIVER, attributes=attributes),
+                           description=description)
 
 
 def pool(name: str, class_name: str, nodes: int = 1, max_nodes: int | None = None,

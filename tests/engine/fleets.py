@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.manifests import (
+    FAKE_DRIVER,
     cluster,
     deployment,
-    device,
     engine,
-    inference_class,
+    fake_gpu_class,
     kind_source,
+    mem_at_least,
     member,
     pool,
     request,
@@ -20,14 +21,11 @@ from tests.manifests import (
 
 REPO = Path(__file__).resolve().parents[2]
 
-FAKE_DRIVER = "gpu.example.com"
-_CLASS = inference_class(
-    "fake-gpu",
-    device("gpu", 1, "80Gi", driver=FAKE_DRIVER,
-           attributes={"model": {"string": "LATEST-GPU-MODEL"}, "driverVersion": {"version": "1.0.0"}}),
+_CLASS = fake_gpu_class(
+    attributes={"model": {"string": "LATEST-GPU-MODEL"}, "driverVersion": {"version": "1.0.0"}},
     description="One fake GPU per node (engine tests).",
 )
-AT_LEAST_20GI = f'device.capacity["{FAKE_DRIVER}"].memory.compareTo(quantity("20Gi")) >= 0'
+AT_LEAST_20GI = mem_at_least(20, FAKE_DRIVER)
 
 
 def _cluster(name: str, nodes: int) -> dict:

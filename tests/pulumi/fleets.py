@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from modelplane.api import load_manifest_text
 from tests.manifests import (
+    FAKE_DRIVER,
     cluster,
     deployment,
-    device,
     engine,
-    inference_class,
+    fake_gpu_class,
     kind_source,
+    mem_at_least,
     member,
     model_service,
     pool,
@@ -19,9 +20,8 @@ from tests.manifests import (
     to_yaml,
 )
 
-FAKE_DRIVER = "gpu.example.com"
-FAKE_GPU = inference_class("fake-gpu", device("gpu", 1, "80Gi", driver=FAKE_DRIVER))
-AT_LEAST_20GI = f'device.capacity["{FAKE_DRIVER}"].memory.compareTo(quantity("20Gi")) >= 0'
+FAKE_GPU = fake_gpu_class()
+AT_LEAST_20GI = mem_at_least(20, FAKE_DRIVER)
 
 
 def _chat_service() -> dict:

@@ -7,13 +7,16 @@ from pathlib import Path
 from typing import Any
 
 from tests.manifests import (
+    FAKE_DRIVER,
     cluster,
     deployment,
     device,
     engine,
+    fake_gpu_class,
     gateway,
     inference_class,
     kind_source,
+    mem_at_least,
     member,
     pool,
     request,
@@ -45,10 +48,6 @@ def eks_cluster(name: str, cls: str, nodes: int, fabric: dict[str, str] | None =
                    labels={"modelplane.ai/region": name}, source=EKS)
 
 
-def memory_at_least(quantity: str) -> str:
-    return f'device.capacity["gpu.nvidia.com"].memory.compareTo(quantity("{quantity}")) >= 0'
-
-
 def _member(role: str, gpus: int, selector: str, nodes: int | None = None) -> dict[str, Any]:
     return member(role, request("gpu", gpus, selector), nodes=nodes, image=ENGINE)
 
@@ -62,7 +61,7 @@ def gang_fleet(directory: Path) -> Path:
     """One EKS cluster, 8 p5 nodes on an EFA fabric: `llama-405b`, one replica of two copies of a
     Leader + 2-Worker gang (8 GPUs per pod: 3 nodes a copy), and `llama-8b`, two replicas of 4 GPUs
     (device-granular: one node holds both)."""
-    usable = memory_at_least("79Gi")
+    usable = mem_at_least("79Gi")
     gang = engine("vllm", _member("Leader", 8, usable), _member("Worker", 8, usable, nodes=2), copies=2)
     docs = [
         h100("h100"),
@@ -89,7 +88,7 @@ def gotcha_fleet(directory: Path) -> Path:
         gateway("usable"),
     ]
     for name, region in (("nominal-class", "nominal"), ("nominal-selector", "usable")):
-        eng = engine("vllm", _member("Standalone", 8, memory_at_least("80Gi")))
+        eng = engine("vllm", _member("Standalone", 8, mem_at_least("80Gi")))
         docs.append(_deployment(name, 1, eng, region))
     return _write(directory, docs)
 
@@ -108,19 +107,15 @@ def attribute_gap_fleet(directory: Path) -> Path:
     return _write(directory, docs)
 
 
-FAKE_DRIVER = "gpu.example.com"
-
-
 def scaling_fleet(directory: Path, replicas: int, drained: str | None = None) -> Path:
     """Two Kind clusters of 3 one-GPU nodes (alpha, beta) and `chat` with `replicas` replicas;
     `drained`: a NoExecute taint on that cluster (its replicas are evicted and placed again)."""
-    docs = [inference_class("fake-gpu", device("gpu", 1, "80Gi", driver=FAKE_DRIVER)), gateway("alpha")]
+    docs = [fake_gpu_class(), gateway("alpha")]
     docs += [cluster(c, pool("gpu", "fake-gpu", 3), labels={"modelplane.ai/region": c},
                      source=kind_source("kindest/node:v1.35.1"),
                      taints=[taint("maintenance", "NoExecute", "drain")] if c == drained else None)
              for c in ("alpha", "beta")]
-    selector = f'device.capacity["{FAKE_DRIVER}"].memory.compareTo(quantity("20Gi")) >= 0'
-    docs.append(_deployment("chat", replicas, engine("mock", _member("Standalone", 1, selector))))
+    docs.append(_deployment("chat", replicas, engine("mock", _member("Standalone", 1, mem_at_least(20, FAKE_DRIVER)))))
     return _write(directory, docs)
 
 
