@@ -10,15 +10,13 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
+from modelplane.api import ModelDeployment, ModelEndpoint, ModelService
 from modelplane.render.meta import LABEL_CLUSTER as CLUSTER_LABEL
 from modelplane.render.meta import LABEL_DEPLOYMENT as DEPLOYMENT_LABEL
 from modelplane.render.meta import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
-
-if TYPE_CHECKING:  # annotations only: the gateway processes import routing without the API models
-    from modelplane.api import ModelDeployment, ModelEndpoint, ModelService
 
 # Gateway API caps a backendRef weight at 1,000,000; Traefik has no cap, but keeping
 # the same numbers means a generated config reads the same in either gateway.
