@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -61,11 +61,14 @@ class ApiModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-def _name_of(item: Any) -> object:
+T = TypeVar("T")
+
+
+def _name_of(item: Any) -> object:  # Any: every list-map item has a name, by duck typing
     return item.name
 
 
-def check_unique(items: list[Any], what: str, key: Callable[[Any], object] = _name_of) -> list[Any]:
+def check_unique(items: list[T], what: str, key: Callable[[T], object] = _name_of) -> list[T]:
     """List-maps keyed by name, as in the reference's XRDs: a duplicate key is an error."""
     names = [key(item) for item in items]
     dupes = sorted({str(n) for n in names if n is not None and names.count(n) > 1})
