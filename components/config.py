@@ -10,6 +10,7 @@ from typing import Any
 import pulumi
 
 from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, FleetArgs, GcpArgs
+from components.observe import observe_args
 from modelplane.api import ManifestError, load_manifests
 
 AWS_KEYS = {"vpcCidr": "vpc_cidr", "clusterRoleArn": "cluster_role_arn", "nodeRoleArn": "node_role_arn",
@@ -53,6 +54,10 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         access[name] = ClusterAccess(
             kubeconfig=pulumi.Output.secret(kubeconfigs[name]) if kubeconfigs.get(name) else None,
             kubeconfig_path=_path(block.get("kubeconfigPath")), context=block.get("context"))
+    try:
+        observe = observe_args(config.get_object("observe"))
+    except ValueError as exc:
+        raise pulumi.RunError(str(exc)) from None
     gcp = _given(config.get_object("gcp") or {}, GCP_KEYS)
     if "rdma_nics" in gcp:
         gcp["rdma_nics"] = int(gcp["rdma_nics"])
@@ -68,6 +73,7 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         gcp=GcpArgs(**gcp),
         hf_token=config.get_secret("hfToken"),
         endpoint_api_keys=config.get_secret_object("endpointApiKeys"),
+        observe=observe,
     )
     if config.get("accounting"):
         args.accounting = config.require("accounting")

@@ -21,6 +21,7 @@ from components.deployment import ModelDeployment, ModelDeploymentArgs
 from components.errors import ResourceError
 from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikGatewayArgs
 from components.k8s import RenderedObject, object_name, resource_name
+from components.observe import placement_observe
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
 from modelplane.gateway.config import egress_config
@@ -66,7 +67,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
             raise ResourceError(str(exc), self) from None
         self.placement: FleetPlacementResource = FleetPlacementResource(
             "fleet-placement", FleetPlacementArgs(
-                fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed), top)
+                fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed,
+                observe=placement_observe(args.observe, args.access)), top)
 
         def plan(raw: Mapping[str, Any]) -> FleetPlan:
             try:

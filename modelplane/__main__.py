@@ -1,4 +1,4 @@
-"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim."""
+"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim, verify."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("plan", "render", "lint", "split", "demo", "sim")
+COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "verify")
 
 
 def build_parser() -> argparse.ArgumentParser:
