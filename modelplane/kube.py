@@ -181,9 +181,12 @@ class KubeClient:
         """A client for the current (or named) context of a kubeconfig."""
         try:
             access = load_kubeconfig(path, context, timeout)
+            return cls(access.server, timeout=timeout, access=access)
         except KubeError as exc:
             raise cls.error(str(exc)) from None
-        return cls(access.server, timeout=timeout, access=access)
+        except (ssl.SSLError, ValueError, OSError) as exc:
+            raise cls.error(f"kubeconfig {path}: its certificate authority or client certificate is not "
+                            f"usable ({type(exc).__name__})") from None
 
     def close(self) -> None:
         self.http.close()

@@ -90,7 +90,11 @@ def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAUL
     lock = threading.Lock()
 
     def run(name: str, path: Path | str) -> None:
-        reading = read_cluster(name, path, timeout, (contexts or {}).get(name))
+        reading: Reading
+        try:
+            reading = read_cluster(name, path, timeout, (contexts or {}).get(name))
+        except Exception as exc:  # noqa: BLE001 - a reader thread must report, never die silently
+            reading = NotRead(name, f"reading failed: {type(exc).__name__}: {exc}")
         with lock:
             results[name] = reading
 
