@@ -124,6 +124,15 @@ class FleetCapacity:
                 out[name] = pools
         return out
 
+    def node_counts(self) -> dict[str, dict[str, int]]:
+        """Nodes counted per observed pool (what the declared-capacity check compares with)."""
+        out: dict[str, dict[str, int]] = {}
+        for name, cluster in self.clusters.items():
+            counts = {p: len(c.free) for p, c in cluster.pools.items() if c.source == OBSERVED}
+            if counts:
+                out[name] = counts
+        return out
+
     def to_json(self) -> dict[str, Any]:
         return {name: c.to_json() for name, c in sorted(self.clusters.items())}
 

@@ -204,3 +204,15 @@ def test_node_accounting_counts_only_wholly_free_nodes() -> None:
     cap = fleet_capacity(fl, {"a": reading("a", nodes, slices, [held])})
     dep = place_fleet(fl, accounting="Node", observed=cap.observed()).find("default", "chat")
     assert dep is not None and len(dep.replicas) == 1
+
+
+def test_node_counts_for_the_declared_capacity_check() -> None:
+    """The policy pack compares declared pool sizes with what was observed (silent failure 7)."""
+    from modelplane.checks import run_checks
+
+    fl = fleet(nodes=3)
+    nodes, slices = cluster_objects(fl, "a")
+    cap = fleet_capacity(fl, {"a": reading("a", nodes[:2], slices)})
+    assert cap.node_counts() == {"a": {"gpu": 2}}
+    findings = [f for f in run_checks(fl, observed=cap.node_counts()) if f.policy == "declared-capacity"]
+    assert len(findings) == 1 and "declares nodeCount 3 but the cluster reports 2 node(s)" in findings[0].message
