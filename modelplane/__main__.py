@@ -1,4 +1,4 @@
-"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim, verify."""
+"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim, verify, reconcile."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "verify")
+COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "verify", "reconcile")
 
 
 def build_parser() -> argparse.ArgumentParser:
