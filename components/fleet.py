@@ -29,6 +29,7 @@ from components.deployment import ModelDeployment, ModelDeploymentArgs
 from components.errors import ResourceError
 from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikGatewayArgs
 from components.k8s import ClusterReady, RenderedObject, object_name, resource_name
+from components.observe import placement_observe
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
 from components.sim import sim_options
@@ -108,7 +109,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
         if split is None or split.role == FLEET_ROLE:
             self.placement = FleetPlacementResource(
                 "fleet-placement", FleetPlacementArgs(
-                    fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed), top)
+                    fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed,
+                    observe=placement_observe(args.observe, args.access)), top)
             decision = self.placement.placement.apply(functools.partial(self._decide, args, control, egress, layout))
             self.plan: pulumi.Output[FleetPlan] = decision.apply(lambda d: d.plan)
             self.outputs["deployments"] = self.plan.apply(lambda fp: deployment_outputs(fp.placement))
