@@ -14,6 +14,7 @@ from modelplane.clouds.aws import SYSTEM_INSTANCE_TYPE
 from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
 from modelplane.observe.health import DEFAULT_UNREACHABLE_GRACE_S, DEFAULT_UNREADY_GRACE_S
 from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S
+from modelplane.observe.verify import DEFAULT_VERIFY_WAIT_S
 from modelplane.plan import DEFAULT_CONTROL_PLANE
 from modelplane.scheduler import DEFAULT_ACCOUNTING
 from sim import DEFAULT_STATE_DIR
@@ -97,11 +98,14 @@ class SplitArgs:
 class ObserveArgs:
     """Reading the clusters at preview (docs/observe.md): each cluster with a `kubeconfig_path`
     gets `timeout` seconds to answer; a cluster unreachable for `unreachable_grace` seconds, or
-    whose replicas all stay unready for `unready_grace`, has its replicas re-placed elsewhere."""
+    whose replicas all stay unready for `unready_grace`, has its replicas re-placed elsewhere.
+    After `up`, every placed replica is verified on its cluster (the `verification` output)."""
 
     timeout: float = DEFAULT_READ_TIMEOUT_S
     unreachable_grace: float = DEFAULT_UNREACHABLE_GRACE_S
     unready_grace: float = DEFAULT_UNREADY_GRACE_S
+    # after `up`, how long the `verification` output waits for the placed replicas to verify
+    verify_wait: float = DEFAULT_VERIFY_WAIT_S
 
 
 @dataclass(kw_only=True)

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, GcpArgs
 from components.errors import ResourceError
 from components.k8s import RenderedObject, register_objects
-from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimUnavailable, simulated_cluster
+from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimClusterDown, SimUnavailable, simulated_cluster
 from components.sources import ProvisionedCluster
 from components.sources.kind import kind_cluster
 from modelplane.api import Fleet, load_manifest_text
@@ -129,6 +129,12 @@ def _simulated(name: str, args: InferenceClusterArgs, parent: pulumi.Resource) -
             "on LeaderWorkerSet", parent)
     try:
         return simulated_cluster(name, sim)
+    except SimClusterDown as exc:
+        # A cluster that went away is unreachable, not a broken stack: its replicas stay during the
+        # grace period and are re-placed after it (issue 13, docs/observe.md); nothing of it changes.
+        pulumi.log.warn(f"InferenceCluster {name} (sim stack): {exc}. It is unreachable: it takes no new replica, "
+                        "and its replicas are re-placed elsewhere after the grace period (docs/observe.md)", parent)
+        return exc.cluster
     except SimUnavailable as exc:
         raise ResourceError(f"InferenceCluster {name} (sim stack): {exc}", parent) from None
 

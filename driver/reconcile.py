@@ -32,9 +32,12 @@ from typing import Any, Protocol, TextIO
 from pulumi import automation as auto
 
 from driver.processes import TrackedPulumiCommand
+from modelplane.observe import HEALTH_KEY
+from modelplane.observe.health import UNREACHABLE
 
 LOCK_DIR = Path(".modelplane") / "reconcile"
 VERIFICATION_OUTPUT = "verification"
+OBSERVATION_OUTPUT = "observation"
 _INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
 _UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -57,7 +60,7 @@ def parse_interval(text: str) -> float:
 class StackOps(Protocol):
     """What a cycle asks of the stack (the Automation API in production, fakes in tests)."""
 
-    def refresh(self) -> None: ...
+    def refresh(self) -> str | None: ...                 # why it was skipped, or None
     def preview(self) -> Mapping[str, int]: ...          # change summary: op -> resources
     def up(self) -> Mapping[str, int]: ...
     def verification(self) -> str | None: ...            # the stack output's summary, if any
@@ -127,7 +130,9 @@ class Reconciler:
         result = Cycle(number)
         try:
             try:
-                self.ops.refresh()
+                skipped = self.ops.refresh()
+                if skipped:
+                    result.refresh = f"skipped ({skipped})"
             except auto.errors.CommandError as exc:
                 if self.stopping.is_set():
                     raise
@@ -199,8 +204,14 @@ class AutomationOps:
             raise ReconcileError(f"no stack {stack}: create it (`pulumi stack init {stack}`) with its config in "
                                  f"stacks/Pulumi.{stack}.yaml") from None
 
-    def refresh(self) -> None:
+    def refresh(self) -> str | None:
+        """Refresh, except while a cluster is unreachable: a refresh cannot read its objects (and
+        a provider set to delete unreachable clusters' objects would drop them from the state)."""
+        down = unreachable(self.stack.outputs())
+        if down:
+            return f"unreachable: {', '.join(down)}"
         self.stack.refresh(color="never")
+        return None
 
     def preview(self) -> Mapping[str, int]:
         return {str(op): n for op, n in self.stack.preview(color="never").change_summary.items()}
@@ -215,6 +226,14 @@ class AutomationOps:
 
     def cancel(self) -> None:
         self.command.stop_all()
+
+
+def unreachable(outputs: Mapping[str, auto.OutputValue]) -> list[str]:
+    """Clusters the last run found unreachable (the `observation` output's health)."""
+    output = outputs.get(OBSERVATION_OUTPUT)
+    value: Any = output.value if output is not None else None
+    health = value.get(HEALTH_KEY) if isinstance(value, Mapping) else None
+    return sorted(c for c, h in (health or {}).items() if isinstance(h, Mapping) and h.get("condition") == UNREACHABLE)
 
 
 def lock_path(project: Path, stack: str) -> Path:

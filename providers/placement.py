@@ -178,6 +178,8 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
     fleet: pulumi.Output[list[dict[str, Any]]]
     accounting: pulumi.Output[str]
     placement: pulumi.Output[dict[str, Any]]
+    capacity: pulumi.Output[dict[str, Any]]         # with `observe` (providers/observe.py)
+    health: pulumi.Output[dict[str, Any]]
 
     def __init__(self, name: str, args: FleetPlacementArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props: dict[str, Any] = {"fleet": args.fleet_documents, "accounting": args.accounting,
@@ -186,4 +188,5 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
             props["observed"] = {c: dict(p) for c, p in args.observed.items()}
         if args.observe:
             props[OBSERVE_KEY] = dict(args.observe)
+            props.update({key: None for key in OUTPUT_KEYS})    # outputs check() fills
         super().__init__(PlacementProvider(), name, props, opts)

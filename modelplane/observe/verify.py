@@ -27,6 +27,9 @@ from modelplane.scheduler import FleetPlacement, PlacedReplica
 from .objects import ReplicaKey, claim_devices, meta, name_of, pod_engine, pod_replica, pool_of
 from .read import ClusterRead, NotRead, Reading, Unreachable
 
+# After `up`: how long verification waits for placed replicas to run before it reports them
+# (pulumi-kubernetes awaits Deployments, not the LeaderWorkerSets of gangs).
+DEFAULT_VERIFY_WAIT_S = 30.0
 READY = "Ready"
 NOT_READY = "NotReady"
 UNKNOWN = "Unknown"

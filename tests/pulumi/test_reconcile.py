@@ -13,23 +13,25 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from driver.reconcile import ReconcileError, Reconciler, exclusive, parse_interval
+from driver.reconcile import ReconcileError, Reconciler, exclusive, parse_interval, unreachable
 
 
 class FakeStack:
     def __init__(self, previews: list[Mapping[str, int]], refresh_fails: set[int] | None = None) -> None:
         self.previews = previews
         self.refresh_fails = refresh_fails or set()
+        self.refresh_skips: set[int] = set()
         self.calls: list[str] = []
         self.cycle = 0
         self.loop: Reconciler | None = None
         self.stop_in_up = False
 
-    def refresh(self) -> None:
+    def refresh(self) -> str | None:
         self.cycle += 1
         self.calls.append("refresh")
         if self.cycle in self.refresh_fails:
             raise auto.errors.CommandError(auto.CommandResult(stdout="", stderr="error: cluster unreachable", code=1))
+        return "unreachable: eu-west" if self.cycle in self.refresh_skips else None
 
     def preview(self) -> Mapping[str, int]:
         self.calls.append("preview")
@@ -83,6 +85,22 @@ def test_a_failed_refresh_is_logged_and_the_cycle_goes_on() -> None:
     r, out = loop(stack)
     assert r.run(1) == 0
     assert "refresh failed (error: cluster unreachable); preview: no changes; no update" in out.getvalue()
+
+
+def test_a_refresh_skipped_while_a_cluster_is_unreachable_is_said() -> None:
+    stack = FakeStack([{"same": 9}])
+    stack.refresh_skips = {1}
+    r, out = loop(stack)
+    assert r.run(1) == 0
+    assert "refresh skipped (unreachable: eu-west); preview: no changes; no update" in out.getvalue()
+
+
+def test_unreachable_clusters_from_the_observation_output() -> None:
+    outputs = {"observation": auto.OutputValue({"capacity": {}, "health": {
+        "b": {"condition": "Unreachable", "since": 1, "reason": "x"},
+        "a": {"condition": "Unready", "since": 1, "reason": "y"}}}, False)}
+    assert unreachable(outputs) == ["b"]
+    assert unreachable({}) == []
 
 
 def test_a_stop_during_up_cancels_pulumi_and_ends_the_loop() -> None:
