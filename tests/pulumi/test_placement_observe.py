@@ -90,6 +90,11 @@ def check(olds: dict[str, Any], now: float) -> dict[str, Any]:
     return {**news(), **(outputs or {})}
 
 
+def state_of(checked: dict[str, Any]) -> dict[str, Any]:
+    """What the engine hands diff() as olds: the outputs create() wrote, not the checked inputs."""
+    return as_engine_state(PlacementProvider().create(checked).outs)
+
+
 def test_a_foreign_claim_on_a_cluster_is_placed_around_and_recorded(clusters: Clusters) -> None:
     nodes, slices = clusters.objects["a"]
     clusters.foreign["a"] = [claim("t", "theirs", slice_devices(slices, nodes[0]["metadata"]["name"])[:8])]
@@ -105,7 +110,7 @@ def test_unchanged_clusters_give_the_same_state_and_no_diff(clusters: Clusters) 
     clusters.apply(first)
     second = check(as_engine_state(first), now=5000)
     assert second == first
-    diff = PlacementProvider().diff("id", as_engine_state(first), second)
+    diff = PlacementProvider().diff("id", state_of(first), second)
     assert diff.changes is False
 
 
@@ -118,7 +123,7 @@ def test_an_unreachable_cluster_is_kept_through_its_grace_and_replaced_after(clu
     assert where(t0) == where(first)                                  # kept during the grace period
     assert t0["health"] == {"a": {"condition": "Unreachable", "since": 2000, "reason": "connection refused"}}
     assert t0["capacity"]["a"] == {"source": "declared", "reason": "unreachable: connection refused"}
-    assert PlacementProvider().diff("id", as_engine_state(first), t0).changes is True   # the clusters changed
+    assert PlacementProvider().diff("id", state_of(first), t0).changes is True   # the clusters changed
     t1 = check(as_engine_state(t0), now=2000 + GRACE - 1)
     assert t1 == t0
     t2 = check(as_engine_state(t1), now=2000 + GRACE)
