@@ -16,7 +16,7 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,7 @@ class SimStack:
     manifests: Path
     state_dir: Path
     config_file: Path
+    env: dict[str, str] = field(default_factory=dict)   # the engine's, for CLIs run on it
 
     # ---------------------------------------------------------------- Pulumi
 
@@ -145,7 +146,7 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
     except Exception:
         config_file.unlink(missing_ok=True)
         raise
-    return SimStack(stack, name, manifests, state_dir, config_file)
+    return SimStack(stack, name, manifests, state_dir, config_file, env)
 
 
 def remove_sim_stack(stack: SimStack) -> None:
