@@ -257,7 +257,7 @@ def test_reconcile_does_nothing_on_an_unchanged_fleet_applies_a_change_within_an
     sim, _ = start_fleet(two_regions)
     stack = sim_stack(two_regions, sim.state_dir)
     succeeded(stack.up())
-    interval = 45.0
+    interval = 20.0
     loop = reconcile_cli(stack, "--interval", f"{interval:g}s")
     lines: list[str] = []
     try:
