@@ -24,6 +24,7 @@ from providers.placement import compute_placement
 from sim import KubeClient, SimFleet, SimTools
 
 from .conftest import REPO, processes_mentioning
+from .stack import wait_for
 
 pytestmark = pytest.mark.sim
 
@@ -65,16 +66,6 @@ def sim_fleet(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory
 def cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "modelplane", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=timeout, check=False)
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
-        time.sleep(0.5)
 
 
 def apply(kube: KubeClient, objects: list[dict[str, Any]]) -> None:
