@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from modelplane.api.inference_cluster import InferenceCluster
+from modelplane.clouds.nvidia import GPU_TOLERATION
 from modelplane.kube import JsonObject
 from modelplane.render.meta import (
     LABEL_CLUSTER,
@@ -20,7 +21,6 @@ from modelplane.render.meta import (
     LABEL_REPLICA_INDEX,
     MANAGED_BY,
 )
-from modelplane.render.pod import GPU_TOLERATION
 from modelplane.scheduler.shape import Taint, Toleration
 from modelplane.scheduler.taints import untolerated
 
