@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from driver.reconcile import lock_path
 from modelplane.api import Fleet, load_manifests
 from modelplane.scheduler import FleetPlacement
 from providers.placement import normalize_numbers
@@ -159,6 +160,7 @@ def remove_sim_stack(stack: SimStack) -> None:
     with contextlib.suppress(Exception):
         stack.stack.workspace.remove_stack(stack.name, force=True)
     stack.config_file.unlink(missing_ok=True)
+    lock_path(REPO, stack.name).unlink(missing_ok=True)     # a `reconcile` loop's lock, if one ran on it
 
 
 def remove_stale_stack_files(max_age_s: float = 7200) -> None:
