@@ -196,7 +196,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 cluster=spec, fleet=fleet, foundation=foundation, access=args.access.get(cname, ClusterAccess()),
                 render_dir=args.render_dir,
                 host_port=CONTROL_HOST_PORT if control.in_fleet and control.kind and control.cluster == cname else None,
-                aws=args.aws, gcp=args.gcp), top)
+                aws=args.aws, gcp=args.gcp, observed=args.observe is not None), top)
             ready[cname] = self._prepare(foundation, cluster, args)
             routes = self.plan.apply(functools.partial(_gateway_routes, cname, foundation.gateway_name))
             gateways[cname] = TraefikGateway(foundation.gateway_name, TraefikGatewayArgs(
