@@ -12,6 +12,9 @@ from modelplane.api import Fleet
 from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
 from modelplane.clouds.aws import SYSTEM_INSTANCE_TYPE
 from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
+from modelplane.observe.health import DEFAULT_UNREACHABLE_GRACE_S, DEFAULT_UNREADY_GRACE_S
+from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S
+from modelplane.observe.verify import DEFAULT_VERIFY_WAIT_S
 from modelplane.plan import DEFAULT_CONTROL_PLANE
 from modelplane.scheduler import DEFAULT_ACCOUNTING
 from sim import DEFAULT_STATE_DIR
@@ -92,6 +95,20 @@ class SplitArgs:
 
 
 @dataclass(kw_only=True)
+class ObserveArgs:
+    """Reading the clusters at preview (docs/observe.md): each cluster with a `kubeconfig_path`
+    gets `timeout` seconds to answer; a cluster unreachable for `unreachable_grace` seconds, or
+    whose replicas all stay unready for `unready_grace`, has its replicas re-placed elsewhere.
+    After `up`, every placed replica is verified on its cluster (the `verification` output)."""
+
+    timeout: float = DEFAULT_READ_TIMEOUT_S
+    unreachable_grace: float = DEFAULT_UNREACHABLE_GRACE_S
+    unready_grace: float = DEFAULT_UNREADY_GRACE_S
+    # after `up`, how long the `verification` output waits for the placed replicas to verify
+    verify_wait: float = DEFAULT_VERIFY_WAIT_S
+
+
+@dataclass(kw_only=True)
 class FleetArgs:
     fleet: Fleet
     accounting: str = DEFAULT_ACCOUNTING
@@ -104,6 +121,8 @@ class FleetArgs:
     access: Mapping[str, ClusterAccess] = field(default_factory=dict)
     aws: AwsArgs = field(default_factory=AwsArgs)
     gcp: GcpArgs = field(default_factory=GcpArgs)
+    # None: place on declared sizes only, even where a kubeconfig path is known
+    observe: ObserveArgs | None = field(default_factory=ObserveArgs)
     hf_token: pulumi.Input[str] | None = None
     # "<namespace>/<credential Secret name>" -> API key (a secret Output)
     endpoint_api_keys: pulumi.Input[Mapping[str, str]] | None = None

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from components.args import AwsArgs, ClusterAccess, ControlPlaneArgs, GcpArgs
 from components.errors import ResourceError
 from components.k8s import RenderedObject, register_objects
-from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimUnavailable, simulated_cluster
+from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimClusterDown, SimUnavailable, simulated_cluster
 from components.sources import ProvisionedCluster
 from components.sources.kind import kind_cluster
 from modelplane.api import Fleet, load_manifest_text
@@ -35,6 +35,9 @@ class InferenceClusterArgs:
     host_port: int | None = None  # Kind: publish the control-plane gateway's NodePort on the host
     aws: AwsArgs = field(default_factory=AwsArgs)
     gcp: GcpArgs = field(default_factory=GcpArgs)
+    # The placement observes the clusters (docs/observe.md): a simulated cluster that stopped
+    # answering is then an unreachable cluster to fail over, not an error.
+    observed: bool = False
 
 
 class InferenceCluster(pulumi.ComponentResource):
@@ -129,6 +132,14 @@ def _simulated(name: str, args: InferenceClusterArgs, parent: pulumi.Resource) -
             "on LeaderWorkerSet", parent)
     try:
         return simulated_cluster(name, sim)
+    except SimClusterDown as exc:
+        if not args.observed:        # nobody fails it over: the stack cannot go on
+            raise ResourceError(f"InferenceCluster {name} (sim stack): {exc}", parent) from None
+        # A cluster that went away is unreachable, not a broken stack: its replicas stay during the
+        # grace period and are re-placed after it (issue 13, docs/observe.md); nothing of it changes.
+        pulumi.log.warn(f"InferenceCluster {name} (sim stack): {exc}. It is unreachable: it takes no new replica, "
+                        "and its replicas are re-placed elsewhere after the grace period (docs/observe.md)", parent)
+        return exc.cluster
     except SimUnavailable as exc:
         raise ResourceError(f"InferenceCluster {name} (sim stack): {exc}", parent) from None
 

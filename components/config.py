@@ -20,6 +20,7 @@ from components.args import (
     SimArgs,
     SplitArgs,
 )
+from components.observe import observe_args
 from modelplane.api import ManifestError, load_manifests
 
 AWS_KEYS = {"vpcCidr": "vpc_cidr", "clusterRoleArn": "cluster_role_arn", "nodeRoleArn": "node_role_arn",
@@ -70,6 +71,10 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         access[name] = ClusterAccess(
             kubeconfig=pulumi.Output.secret(kubeconfigs[name]) if kubeconfigs.get(name) else None,
             kubeconfig_path=_path(block.get("kubeconfigPath")), context=block.get("context"), sim=sim)
+    try:
+        observe = observe_args(config.get_object("observe"))
+    except ValueError as exc:
+        raise pulumi.RunError(str(exc)) from None
     gcp = _given(config.get_object("gcp") or {}, GCP_KEYS)
     if "rdma_nics" in gcp:
         gcp["rdma_nics"] = int(gcp["rdma_nics"])
@@ -87,6 +92,7 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         hf_token=config.get_secret("hfToken"),
         endpoint_api_keys=config.get_secret_object("endpointApiKeys"),
         sim=sim,
+        observe=observe,
     )
     split = config.get_object("split")
     if split:

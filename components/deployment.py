@@ -37,6 +37,7 @@ class ModelDeployment(pulumi.ComponentResource):
     replicas: pulumi.Output[list[dict[str, Any]]]
     conditions: pulumi.Output[list[dict[str, Any]]]
     explanations: pulumi.Output[list[str]]
+    created: pulumi.Output[list[str]]  # the ids of its objects: resolves once every one is applied
 
     def __init__(self, name: str, args: ModelDeploymentArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         dep = args.deployment
@@ -46,6 +47,8 @@ class ModelDeployment(pulumi.ComponentResource):
         super().__init__("modelplane:index:ModelDeployment", name, props, opts)
         here = [c for c in args.candidates if c in args.ready]
 
+        registered: list[pulumi.Resource] = []
+
         def register(values: list[Any]) -> DeploymentPlacement:
             fp, readies = values[0], dict(zip(here, values[1:], strict=True))
             for replica in fp.replicas_of(ns, dname):
@@ -53,10 +56,13 @@ class ModelDeployment(pulumi.ComponentResource):
                 if cluster not in readies:   # the scheduler keeps and places replicas on candidates only
                     raise ResourceError(f"replica {replica.replica.name} is on {cluster}, which is not a candidate "
                                         f"cluster of {ns}/{dname} in this stack", self)
-                register_ready(cluster, replica.objects, readies[cluster], args.providers[cluster], self)
+                registered.extend(register_ready(cluster, replica.objects, readies[cluster], args.providers[cluster],
+                                                 self))
             return fp.placement.find(ns, dname) or DeploymentPlacement(ns, dname, 0)
 
         placed = pulumi.Output.all(args.plan, *[args.ready[c] for c in here]).apply(register)
+        self.created = placed.apply(lambda _: pulumi.Output.all(*[r.id for r in registered
+                                                                  if isinstance(r, pulumi.CustomResource)]))
         self.replicas = placed.apply(replica_summary)
         self.conditions = placed.apply(lambda d: [c.to_json() for c in d.conditions])
         self.explanations = placed.apply(explanations)

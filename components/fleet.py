@@ -29,6 +29,7 @@ from components.deployment import ModelDeployment, ModelDeploymentArgs
 from components.errors import ResourceError
 from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikGatewayArgs
 from components.k8s import ClusterReady, RenderedObject, object_name, resource_name
+from components.observe import observation, placement_observe, verification
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
 from components.sim import sim_options
@@ -104,11 +105,13 @@ class ModelplaneFleet(pulumi.ComponentResource):
         except RenderError as exc:
             raise ResourceError(str(exc), self) from None
         self.placement: FleetPlacementResource | None = None
+        observe = placement_observe(args.observe, args.access)       # read the clusters (docs/observe.md)
         self.outputs: dict[str, Any] = {}
         if split is None or split.role == FLEET_ROLE:
             self.placement = FleetPlacementResource(
                 "fleet-placement", FleetPlacementArgs(
-                    fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed), top)
+                    fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed,
+                    observe=observe), top)
             decision = self.placement.placement.apply(functools.partial(self._decide, args, control, egress, layout))
             self.plan: pulumi.Output[FleetPlan] = decision.apply(lambda d: d.plan)
             self.outputs["deployments"] = self.plan.apply(lambda fp: deployment_outputs(fp.placement))
@@ -138,6 +141,14 @@ class ModelplaneFleet(pulumi.ComponentResource):
             self.plan.apply(functools.partial(_report_secrets, args, here, control if hosts_control else None))
         if hosts_control:
             self._register_control(args, control, layout, gateways, top)
+        if observe is not None and self.placement is not None:
+            # What check() read, and after `up` whether the clusters run what was placed
+            # (docs/observe.md). A split fleet verifies with `python -m modelplane verify`.
+            self.outputs["observation"] = observation(self.placement.capacity, self.placement.health)
+            if split is None:
+                self.outputs["verification"] = verification(
+                    fleet, self.placement.placement, observe, args.observe.verify_wait if args.observe else 0,
+                    [d.created for d in self.deployments.values()])
         # The stack exports every output (__main__.py); the component's own state keeps the
         # small ones, not a second copy of the placement or the shares (issue 15 item 6).
         self.register_outputs({k: v for k, v in self.outputs.items() if k not in LARGE_OUTPUTS})
@@ -185,7 +196,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 cluster=spec, fleet=fleet, foundation=foundation, access=args.access.get(cname, ClusterAccess()),
                 render_dir=args.render_dir,
                 host_port=CONTROL_HOST_PORT if control.in_fleet and control.kind and control.cluster == cname else None,
-                aws=args.aws, gcp=args.gcp), top)
+                aws=args.aws, gcp=args.gcp, observed=args.observe is not None), top)
             ready[cname] = self._prepare(foundation, cluster, args)
             routes = self.plan.apply(functools.partial(_gateway_routes, cname, foundation.gateway_name))
             gateways[cname] = TraefikGateway(foundation.gateway_name, TraefikGatewayArgs(

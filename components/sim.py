@@ -40,6 +40,15 @@ class SimUnavailable(Exception):
     """A simulated cluster the stack needs does not run; the message says what to do."""
 
 
+class SimClusterDown(SimUnavailable):
+    """The sim started this cluster and it stopped answering (an API server killed, a process
+    gone): an unreachable cluster (docs/observe.md), still named by its kubeconfig."""
+
+    def __init__(self, message: str, cluster: SimCluster) -> None:
+        super().__init__(message)
+        self.cluster = cluster
+
+
 @dataclass(frozen=True)
 class SimCluster:
     """A running simulated cluster: its kubeconfig and when its sim started."""
@@ -71,17 +80,19 @@ def simulated_cluster(name: str, sim: SimArgs) -> SimCluster:
             f"stop them with `python -m modelplane sim down --state-dir {directory}`, then {start}")
     restart = (f"restart them with `python -m modelplane sim down --state-dir {directory}` and then {start} "
                "(a restarted sim is empty: this stack creates its objects again)")
+    found = SimCluster(str(row.kubeconfig), row.started_at)
     if not row.running:
         down = ", ".join(p for p, alive in row.processes.items() if not alive) or "its processes"
-        raise SimUnavailable(f"its simulated cluster is not running ({down} stopped); {restart}")
+        raise SimClusterDown(f"its simulated cluster is not running ({down} stopped); {restart}", found)
     try:
         with KubeClient.from_kubeconfig(row.kubeconfig, timeout=PROBE_TIMEOUT_S) as kube:
             ready = kube.request("GET", "/readyz").status_code == 200
     except Exception as exc:  # noqa: BLE001 - whatever stops us reaching it (a torn kubeconfig too) means it is down
-        raise SimUnavailable(f"its simulated API server at {row.server} does not answer ({exc}); {restart}") from None
+        raise SimClusterDown(f"its simulated API server at {row.server} does not answer ({exc}); {restart}",
+                             found) from None
     if not ready:
-        raise SimUnavailable(f"its simulated API server at {row.server} is not ready; {restart}")
-    return SimCluster(str(row.kubeconfig), row.started_at)
+        raise SimClusterDown(f"its simulated API server at {row.server} is not ready; {restart}", found)
+    return found
 
 
 def _skip_await(props: Mapping[str, Any]) -> dict[str, Any] | None:

@@ -1,4 +1,5 @@
-"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim, up, preview, destroy."""
+"""`python -m modelplane <command>`: plan, render, lint, split, demo, sim, up, preview, destroy, verify,
+reconcile."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "up", "preview", "destroy")
+COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "up", "preview", "destroy", "verify", "reconcile")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,7 @@ pulumi.Config, no captured Outputs, nothing done at import time.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,9 +29,10 @@ from pulumi.output import Unknown
 
 from modelplane.engine_json import digest
 from modelplane.engine_json import normalize_numbers as normalize_numbers  # one home; re-exported for tests
+from providers.observe import OBSERVE_KEY, OUTPUT_KEYS, observed_outputs
 
 # Inputs that decide the placement; any change to them may move nothing but is an update.
-DRIVING_KEYS = ("fleet", "accounting", "observed")
+DRIVING_KEYS = ("fleet", "accounting", "observed", OBSERVE_KEY)
 # The outputs keep the fleet's digest, not a second copy of every manifest (the inputs
 # hold them once, for check() and the policies): state grows with what people read back.
 FLEET_DIGEST = "fleetDigest"
@@ -79,10 +81,12 @@ def _manifest_failures(exc: Exception) -> list[CheckFailure]:
     return out
 
 
-def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]
+def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any], now: float | None = None
                       ) -> tuple[dict[str, Any] | None, list[CheckFailure]]:
-    """(placement JSON, failures). Pure: the same olds and news give the same answer,
-    which `pulumi up` relies on (check runs in its preview and again in its update)."""
+    """({"placement": JSON} plus, with an `observe` input, what was observed; failures).
+    Without `observe` pure: the same olds and news give the same answer, which `pulumi up`
+    relies on (check runs in its preview and again in its update). With it, the clusters
+    read and `now` (the check's time, injectable) are inputs too (providers/observe.py)."""
     # Deferred on purpose: the provider process imports this module to start serving, and
     # the core (pydantic models, the scheduler) loads only when a placement is computed.
     from modelplane.api import load_documents
@@ -107,8 +111,11 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any]
     observed = news.get("observed") or None
     if observed is not None:
         observed = {c: {p: int(n) for p, n in pools.items()} for c, pools in observed.items()}
+    if news.get(OBSERVE_KEY):
+        return observed_outputs(fleet, olds or {}, news[OBSERVE_KEY], accounting, observed,
+                                time.time() if now is None else now)
     placement = place_fleet(fleet, previous=previous, accounting=accounting, observed=observed)
-    return placement.to_json(), []
+    return {"placement": placement.to_json()}, []
 
 
 def outputs(props: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,10 +132,10 @@ class PlacementProvider(ResourceProvider):
         if any(contains_unknown(news.get(k)) for k in DRIVING_KEYS):
             inputs["placement"] = Unknown()  # type: ignore[no-untyped-call]  # the SDK's sentinel class is untyped
             return CheckResult(inputs, [])
-        placement, failures = compute_placement(olds or {}, news)
+        outputs, failures = compute_placement(olds or {}, news)
         if failures:
             return CheckResult(inputs, failures)
-        inputs["placement"] = placement
+        inputs.update(outputs or {})
         return CheckResult(inputs, [])
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -140,6 +147,7 @@ class PlacementProvider(ResourceProvider):
         changed = bool(moves["added"] or moves["removed"])
         changed = changed or olds.get("placement") != new_placement
         changed = changed or olds.get(FLEET_DIGEST) != digest(news.get("fleet") or [])
+        changed = changed or any(olds.get(k) != news.get(k) for k in OUTPUT_KEYS)
         changed = changed or any(olds.get(k) != news.get(k) for k in DRIVING_KEYS if k != "fleet")
         # Never a replace: the placement is data; moving a replica is the Kubernetes
         # objects' delete + create, not this resource's.
@@ -161,6 +169,7 @@ class FleetPlacementArgs:
     fleet_documents: list[dict[str, Any]]      # `Fleet.to_documents()`
     accounting: str                            # one of the scheduler's ACCOUNTING_MODES
     observed: Mapping[str, Mapping[str, int]] | None = None
+    observe: Mapping[str, Any] | None = None   # providers.observe.observe_input(...): read the clusters
 
 
 class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement"):
@@ -171,10 +180,15 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
     fleet: pulumi.Output[list[dict[str, Any]]]
     accounting: pulumi.Output[str]
     placement: pulumi.Output[dict[str, Any]]
+    capacity: pulumi.Output[dict[str, Any]]         # with `observe` (providers/observe.py)
+    health: pulumi.Output[dict[str, Any]]
 
     def __init__(self, name: str, args: FleetPlacementArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props: dict[str, Any] = {"fleet": args.fleet_documents, "accounting": args.accounting,
                                  "placement": None}
         if args.observed:
             props["observed"] = {c: dict(p) for c, p in args.observed.items()}
+        if args.observe:
+            props[OBSERVE_KEY] = dict(args.observe)
+            props.update({key: None for key in OUTPUT_KEYS})    # outputs check() fills
         super().__init__(PlacementProvider(), name, props, opts)

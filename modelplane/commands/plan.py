@@ -7,10 +7,18 @@ import json
 import os
 import sys
 
-from modelplane.api import ManifestError, load_manifests
-from modelplane.commands.inputs import read_observed, read_previous
+import time
+from typing import Any
+
+from modelplane.api import Fleet, ManifestError, load_manifests
+from modelplane.commands.inputs import read_json, read_observed, read_previous
 from modelplane.commands.parsers import Subparsers
-from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, place_fleet
+from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
+from modelplane.observe.health import health_from_json, health_to_json
+from modelplane.observe.place import place_observed
+from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, kubeconfigs_in, read_clusters
+from modelplane.observe.report import format_capacity
+from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, PlacementFormatError, place_fleet
 from modelplane.scheduler.report import format_table
 
 
@@ -30,6 +38,12 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument("--observed", metavar="FILE",
                    help='observed pool sizes as JSON {"cluster": {"pool": nodes}}; '
                         "overrides declared node counts")
+    p.add_argument("--observe", metavar="KUBECONFIG_DIR",
+                   help="read every cluster that has a kubeconfig here (<cluster>/kubeconfig, "
+                        "<cluster>.yaml, ...; a sim state directory works) and place against what is "
+                        "really free; other clusters keep their declared sizes (docs/observe.md)")
+    p.add_argument("--observe-timeout", metavar="SECONDS", type=float, default=DEFAULT_READ_TIMEOUT_S,
+                   help=f"time each cluster gets to answer (default {DEFAULT_READ_TIMEOUT_S:g})")
     p.add_argument("--json", action="store_true",
                    help="print the placement as compact JSON (the --previous schema; pipe it through "
                         "`python -m json.tool` to read it)")
@@ -39,6 +53,8 @@ def add_parser(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         fleet = load_manifests(args.manifests)
+        if args.observe:
+            return _observe(args, fleet)
         previous = read_previous(args.previous) if args.previous else None
         observed = read_observed(args.observed) if args.observed else None
     except ManifestError as exc:
@@ -50,8 +66,36 @@ def run(args: argparse.Namespace) -> int:
     placement = place_fleet(fleet, previous=previous, accounting=args.accounting,
                             observed=observed)
     # Compact: the C encoder; `indent` switches json to its pure-Python encoder (5x slower).
-    text = (json.dumps(placement.to_json(), separators=(",", ":")) + "\n" if args.json
-            else format_table(placement, args.accounting))
+    return _write(json.dumps(placement.to_json(), separators=(",", ":")) + "\n" if args.json
+                  else format_table(placement, args.accounting))
+
+
+def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
+    """`plan --observe`: the placement provider's own path (modelplane.observe.place)."""
+    previous = read_json(args.previous, "previous placement") if args.previous else None
+    observed = read_observed(args.observed) if args.observed else None
+    if args.observe_timeout <= 0:
+        raise ValueError("--observe-timeout must be > 0 seconds")
+    kubeconfigs = kubeconfigs_in(args.observe, fleet.clusters)
+    try:
+        health = health_from_json(previous.get(HEALTH_KEY)) if isinstance(previous, dict) else {}
+    except ValueError as exc:
+        raise ValueError(f"previous placement {args.previous}: {HEALTH_KEY}: {exc}") from None
+    try:
+        plan = place_observed(fleet, previous, read_clusters(kubeconfigs, args.observe_timeout), now=time.time(),
+                              accounting=args.accounting, counts=observed, health=health)
+    except PlacementFormatError as exc:
+        raise ValueError(f"previous placement {args.previous} is not a placement (the `plan --json` output): "
+                         f"{exc}") from None
+    if args.json:
+        doc = {**plan.placement, CAPACITY_KEY: plan.capacity.to_json()}
+        if plan.health:
+            doc[HEALTH_KEY] = health_to_json(plan.health)
+        return _write(json.dumps(doc, separators=(",", ":")) + "\n")
+    return _write(format_table(plan.typed(), args.accounting) + "\n" + format_capacity(plan.capacity, plan.health))
+
+
+def _write(text: str) -> int:
     try:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -60,6 +60,7 @@ class LocalFleet:
                 raise
         self.engines: dict[str, Engine] = {}
         self.workload: dict[str, Traefik] = {}
+        self.offline: set[str] = set()     # clusters whose gateway was taken down (take_offline)
         self.control: Traefik | None = None
         # The control plane's web and egress sockets outlive its restarts (same URLs,
         # and requests arriving meanwhile wait in the backlog instead of being refused).
@@ -159,7 +160,7 @@ class LocalFleet:
         self._start_gateways(clusters, externals)
         # Workload gateways first: the control plane's health checks probe them.
         pending = [(self.workload[c], self.workload[c].write(workload_config(c, routes, self.tuning)))
-                   for c in clusters]
+                   for c in clusters if c not in self.offline]
         for gw, marker in pending:
             gw.wait_loaded(marker)
         assert self.control is not None  # started above
@@ -168,6 +169,13 @@ class LocalFleet:
                                   egress_urls, self.tuning)
         self.control.apply(cp, secret=egress_config(routes, self._secret, self.tuning))
         return routes
+
+    def take_offline(self, cluster: str) -> None:
+        """Stop a workload cluster's gateway, as if the whole cluster were gone. Routes applied
+        later still name its backends (a placement keeps a failed cluster's replicas until it
+        answers again): the control plane's health checks drain them; nothing is written there."""
+        self.workload[cluster].stop()
+        self.offline.add(cluster)
 
     def service_url(self, namespace: str, service: str) -> str:
         assert self.control is not None, "route() first"

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 from modelplane.api import Fleet, ModelDeployment
 
+from . import failover
 from .conditions import overdrawn, replicas_scheduled
 from .explain import selector_reason
-from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger
+from .failover import Outage
+from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger, ObservedCapacity, ObservedPool
 from .matching import Matcher, MemberMatch
 from .phases import Context, build_ledger, fill, retain, scale_down
 from .policies import PolicyPass
@@ -44,16 +46,16 @@ if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first nee
 
 __all__ = [
     "ACCOUNTING_MODES", "DEFAULT_ACCOUNTING", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
-    "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced", "candidate_clusters",
-    "place_fleet", "resolve_member_requests",
+    "ObservedCapacity", "ObservedPool", "Outage", "PlacedReplica", "PlacementFormatError", "ResolvedRequest",
+    "Unplaced", "candidate_clusters", "place_fleet", "resolve_member_requests",
 ]
 
 
 def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = DEFAULT_ACCOUNTING,
-                observed: Mapping[str, Mapping[str, int]] | None = None,
-                selector_cache: SelectorCache | None = None) -> FleetPlacement:
+                observed: ObservedCapacity | None = None, selector_cache: SelectorCache | None = None,
+                outages: Mapping[str, Outage] | None = None) -> FleetPlacement:
     with _collector_paused():
-        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache)[0]
+        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages)[0]
 
 
 @contextmanager
@@ -73,22 +75,27 @@ def _collector_paused() -> Iterator[None]:
 
 def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None,
                             accounting: str = DEFAULT_ACCOUNTING,
-                            observed: Mapping[str, Mapping[str, int]] | None = None,
-                            selector_cache: SelectorCache | None = None) -> tuple[FleetPlacement, Ledger]:
+                            observed: ObservedCapacity | None = None,
+                            selector_cache: SelectorCache | None = None,
+                            outages: Mapping[str, Outage] | None = None) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
-    and reports can audit it."""
+    and reports can audit it. `outages`: clusters that take no new replica, and those whose
+    replicas are re-placed elsewhere (scheduler.failover)."""
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
-    ctx = Context(compile_clusters(fleet, observed), Matcher(_selector_cache(selector_cache)),
-                  accounting)
+    outages = outages or {}
+    ctx = Context(compile_clusters(fleet, observed, failover.closed_clusters(previous, outages)),
+                  Matcher(_selector_cache(selector_cache)), accounting)
     shapes = [compile_deployment(fleet, key, fleet.deployments[key])
               for key in sorted(fleet.deployments)]
     policies = PolicyPass(fleet, ctx, observed)    # issue 14: spread, tiers, budgets
     states = []
+    asides = []
     previous_by_key = previous.by_key() if previous is not None else {}
     for shape in shapes:
         prev = previous_by_key.get(shape.key)
         st = retain(ctx, shape, prev)
+        asides.append(failover.set_aside(st, prev, outages))
         policies.before_scale_down(st, prev)
         scale_down(st)
         policies.after_scale_down(st)
@@ -101,15 +108,21 @@ def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None
             fill(ctx, st, ledger)
     policies.move_back(states)
     result = []
-    for st in states:
+    for st, aside in zip(states, asides, strict=True):
         shape = st.shape
-        replicas = sorted(st.retained + st.placed, key=lambda r: (r.cluster, r.index))
-        conditions = [replicas_scheduled(shape.desired, len(replicas) - policies.surge(st), st.candidates,
+        failover.link(st, aside)
+        serving = st.retained + st.placed
+        replicas = sorted(serving + [r for r, _ in aside.replicas], key=lambda r: (r.cluster, r.index))
+        conditions = [replicas_scheduled(shape.desired, len(serving) - policies.surge(st), st.candidates,
                                          shape.invalid)]
         if st.overdrawn:
             conditions.append(overdrawn(st.overdrawn))
+        failed_over = failover.condition(aside, outages)
+        if failed_over is not None:
+            conditions.append(failed_over)
         result.append(DeploymentPlacement(shape.namespace, shape.name, shape.desired, replicas,
-                                          conditions, st.unplaced, st.dropped))
+                                          conditions, st.unplaced, st.dropped,
+                                          failover=[rec for _, rec in aside.replicas]))
     budgets = policies.finish(states, result, ledger)
     return FleetPlacement(result, budgets), ledger
 

@@ -36,8 +36,12 @@ def taint_reason(shape: DeploymentShape, cluster: ClusterView) -> str | None:
     return f"untolerated taint {taint}" if taint else None
 
 
+def outage_reason(cluster: ClusterView) -> str | None:
+    return f"cluster unavailable: {cluster.outage}" if cluster.outage else None
+
+
 def filter_reason(shape: DeploymentShape, cluster: ClusterView) -> str | None:
-    return selector_reason(shape, cluster) or taint_reason(shape, cluster)
+    return selector_reason(shape, cluster) or outage_reason(cluster) or taint_reason(shape, cluster)
 
 
 def short_reason(engine: str, short: int, unit: str, pool: str) -> str:

@@ -23,7 +23,7 @@ from modelplane.api import InferenceCluster
 
 from .budget import BudgetBook
 from .explain import no_pool_reason
-from .ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage
+from .ledger import DevicePool, Ledger, NodePool, ObservedCapacity, PoolState, Trial, Usage
 from .phases import Context
 from .placement import EngineOptions, member_usage, place_engine
 from .policy_fill import BUDGET, CAPACITY, SPREAD, TIER, Refusal
@@ -98,7 +98,7 @@ class Assessor:
         for cluster in feasible:
             refusal = refused.get(cluster.name)
             if cluster.name not in open_:
-                blocked[cluster.name] = "taints"
+                blocked[cluster.name] = "cluster outage" if cluster.outage else "taints"
             elif refusal is not None and refusal.kind not in (CAPACITY, BUDGET):
                 blocked[cluster.name] = _POLICY.get(refusal.kind, refusal.kind)
             else:
@@ -306,7 +306,7 @@ def _grown(state: PoolState, n: int, per_node: tuple[int, ...]) -> PoolState:
     return DevicePool(groups, state.overdraft - absorbed)
 
 
-def pool_sizes(clusters: Mapping[str, InferenceCluster], observed: Mapping[str, Mapping[str, int]] | None
+def pool_sizes(clusters: Mapping[str, InferenceCluster], observed: ObservedCapacity | None
                ) -> dict[tuple[str, str], PoolSize]:
     """Declared nodeCount / maxNodeCount per (cluster, pool), and which were observed."""
     out: dict[tuple[str, str], PoolSize] = {}

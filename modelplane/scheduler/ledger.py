@@ -12,11 +12,31 @@ costs one dict entry until its nodes start to differ.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 Usage = tuple[int, tuple[int, ...]]
 PoolKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class ObservedPool:
+    """A pool as read from its cluster (modelplane.observe): one vector per usable node of
+    the devices free there, per device kind of the pool's class (class order). Devices
+    held by anyone but the replicas the plan charges itself are already taken out."""
+
+    free: tuple[tuple[int, ...], ...]
+
+    @property
+    def nodes(self) -> int:
+        return len(self.free)
+
+
+# `observed` of place_fleet: per cluster, per pool, a node count (declared by hand) or
+# what was read from the cluster.
+ObservedCapacity = Mapping[str, Mapping[str, "int | ObservedPool"]]
 
 # The ledger's units: Device (devices claimed, the default) or Node (the reference's
 # whole node per claiming pod).
@@ -143,8 +163,17 @@ class Ledger:
         self.accounting = accounting
         self._pools: dict[PoolKey, PoolState] = {}
 
-    def add_pool(self, key: PoolKey, nodes: int, per_node: tuple[int, ...]) -> None:
-        if self.accounting == "Node":
+    def add_pool(self, key: PoolKey, nodes: int, per_node: tuple[int, ...],
+                 free: tuple[tuple[int, ...], ...] | None = None) -> None:
+        """A pool of `nodes` whole nodes, or, when observed, of nodes with the `free`
+        devices read from the cluster. In Node accounting an observed node counts only
+        while every device the class declares for it is free (a pod takes a whole node)."""
+        if free is not None:
+            if self.accounting == "Node":
+                self._pools[key] = NodePool(sum(1 for vec in free if _covers(vec, per_node)))
+            else:
+                self._pools[key] = DevicePool(dict(Counter(free)))
+        elif self.accounting == "Node":
             self._pools[key] = NodePool(nodes)
         else:
             self._pools[key] = DevicePool.full(per_node, nodes)
@@ -171,6 +200,10 @@ class Ledger:
                 state.pack_retained(usages)
             else:
                 state.force_take(usages)
+
+
+def _covers(free: tuple[int, ...], need: tuple[int, ...]) -> bool:
+    return len(free) == len(need) and all(f >= n for f, n in zip(free, need, strict=True))
 
 
 def _is_overdrawn(state: PoolState) -> bool:

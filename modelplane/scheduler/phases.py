@@ -53,13 +53,13 @@ class Context:
         return hit
 
     def open_clusters(self, shape: DeploymentShape) -> list[str]:
-        """Candidates that take new replicas of this deployment (no untolerated
+        """Candidates that take new replicas of this deployment (no outage, no untolerated
         NoSchedule/NoExecute taint), by name."""
         key = (shape.selector, shape.cache_selector, bool(shape.cache_name), shape.tolerations)
         hit = self._open.get(key)
         if hit is None:
             hit = self._open[key] = [c.name for c in self.candidates(shape)
-                                     if repelling_taint(c.taints, shape.tolerations) is None]
+                                     if c.outage is None and repelling_taint(c.taints, shape.tolerations) is None]
         return hit
 
     def options(self, shape: DeploymentShape, cluster: ClusterView) -> list[EngineOptions]:
@@ -191,7 +191,7 @@ def _empty_ledger(ctx: Context) -> Ledger:
     for cluster in ctx.clusters.values():
         for pool in cluster.pools:
             ledger.add_pool((cluster.name, pool.name), pool.nodes,
-                            tuple(d.count for d in pool.cls.devices))
+                            tuple(d.count for d in pool.cls.devices), pool.free)
     return ledger
 
 

@@ -12,14 +12,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from modelplane.api import Fleet
 
 from . import preferences
 from .budget import BudgetBook
 from .feasibility import Assessor, pool_sizes
-from .ledger import Ledger
+from .ledger import Ledger, ObservedCapacity
 from .phases import Context, DeploymentState
 from .policy import DeploymentPolicy, Key, budget_rules, compile_policy
 from .policy_fill import PolicyFill, fill_with_policy
@@ -33,7 +31,7 @@ NO_POLICY = DeploymentPolicy()
 
 
 class PolicyPass:
-    def __init__(self, fleet: Fleet, ctx: Context, observed: Mapping[str, Mapping[str, int]] | None = None
+    def __init__(self, fleet: Fleet, ctx: Context, observed: ObservedCapacity | None = None
                  ) -> None:
         self.fleet = fleet
         self.ctx = ctx

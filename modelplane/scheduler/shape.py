@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from modelplane.api import Fleet, ModelDeployment, NodePool
 from modelplane.storage import cache_storage_problem
 
+from .ledger import ObservedCapacity, ObservedPool
+
 if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first needed
     from modelplane.cel import DeviceView
 
@@ -205,6 +207,8 @@ class PoolView:
     cls: ClassView
     nodes: int                # capacity: observed node count if given, else declared
     domain: str | None        # fabric.domain; pools sharing one may host one engine
+    # free devices per usable node, when read from the cluster (ObservedPool)
+    free: tuple[tuple[int, ...], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -229,6 +233,9 @@ class ClusterView:
     signature: Signature = ()
     # Why no ModelCache can be staged here (modelplane.storage); None when caches can.
     cache_problem: str | None = None
+    # Why it takes no new replica now (unreachable, unready, a failover in flight:
+    # scheduler.failover); None when it does.
+    outage: str | None = None
 
     def pool(self, name: str) -> PoolView | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -264,10 +271,18 @@ def declared_nodes(pool: NodePool) -> int:
     return _nonneg(_get(pool, "node_count", default=1))
 
 
-def compile_clusters(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | None = None
-                     ) -> dict[str, ClusterView]:
+def _fit(free: tuple[tuple[int, ...], ...], kinds: int) -> tuple[tuple[int, ...], ...]:
+    """Observed vectors padded or cut to the class's device kinds (an observation of an
+    older class version must not break the ledger); negative counts are 0."""
+    return tuple(tuple(max(0, int(n)) for n in (vec + (0,) * kinds)[:kinds]) for vec in free)
+
+
+def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
+                     closed: Mapping[str, str] | None = None) -> dict[str, ClusterView]:
+    """The clusters as the scheduler sees them; `closed`: cluster -> why it takes no new replica."""
     classes = compile_classes(fleet)
     observed = observed or {}
+    closed = closed or {}
     clusters = {}
     for name in sorted(fleet.clusters):
         ic = fleet.clusters[name]
@@ -278,9 +293,14 @@ def compile_clusters(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | N
             # A pool whose class is missing or empty is not published (semantics §1.2).
             if cls is None or not cls.devices:
                 continue
-            nodes = _nonneg(seen[p.name]) if p.name in seen else declared_nodes(p)
+            value = seen.get(p.name)
+            free = None
+            if isinstance(value, ObservedPool):
+                nodes, free = value.nodes, _fit(value.free, len(cls.devices))
+            else:
+                nodes = _nonneg(value) if p.name in seen else declared_nodes(p)
             domain = _get(p, "fabric", "domain") or None
-            pools.append(PoolView(p.name, cls, nodes, domain))
+            pools.append(PoolView(p.name, cls, nodes, domain, free))
         taints = tuple(Taint(_get(t, "key", default=""), _get(t, "value", default=""),
                              _get(t, "effect", default=""))
                        for t in _get(ic, "spec", "taints", default=[]))
@@ -288,5 +308,5 @@ def compile_clusters(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | N
                   for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
         clusters[name] = ClusterView(name, labels, taints, tuple(pools),
                                      tuple((p.name, p.cls.name, p.domain) for p in pools),
-                                     cache_storage_problem(ic))
+                                     cache_storage_problem(ic), closed.get(name))
     return clusters

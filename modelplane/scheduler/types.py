@@ -101,6 +101,26 @@ class Unplaced:
         return out
 
 
+@dataclass(frozen=True)
+class Failover:
+    """A replica set aside on a failed cluster, and the replica that replaces it (None while
+    none could be placed)."""
+
+    from_: str
+    cluster: str
+    to: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"from": self.from_, "cluster": self.cluster, "to": self.to}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Failover:
+        if not (isinstance(data, dict) and isinstance(data.get("from"), str) and isinstance(data.get("cluster"), str)
+                and (data.get("to") is None or isinstance(data.get("to"), str))):
+            raise ValueError('expected {"from": replica, "cluster": name, "to": replica or null}')
+        return cls(data["from"], data["cluster"], data.get("to"))
+
+
 @dataclass
 class DeploymentPlacement:
     namespace: str
@@ -114,6 +134,8 @@ class DeploymentPlacement:
     dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list, compare=False)
     # spread, tiers, moves (issue 14); None for a deployment without placementPolicy
     policy: PolicyStatus | None = field(default=None, compare=False)
+    # replicas set aside on failed clusters and their replacements (scheduler.failover)
+    failover: list[Failover] = field(default_factory=list)
 
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
@@ -127,6 +149,7 @@ class DeploymentPlacement:
             "conditions": [c.to_json() for c in self.conditions],
             "unplaced": _unplaced_json(self.unplaced),
             **self._policy_json(),
+            **({"failover": [f.to_json() for f in self.failover]} if self.failover else {}),
         }
 
     def _policy_json(self) -> dict[str, Any]:
@@ -287,6 +310,8 @@ def _deployment_from_json(d: Any, where: Where) -> DeploymentPlacement:
         conditions=conditions,
         unplaced=unplaced,
         policy=_extension(partial(PolicyStatus.from_deployment_json, d), where),
+        failover=[_extension(partial(Failover.from_json, f), (*where, "failover", j))
+                  for j, f in enumerate(_need(d, "failover", list, where, []))],
     )
 
 

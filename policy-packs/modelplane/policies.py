@@ -45,6 +45,8 @@ from modelplane.checks import (
     place,
 )
 from modelplane.checks.secrets import PLACEMENT_TYPE, SecretString, resource_findings
+from modelplane.observe import CAPACITY_KEY
+from modelplane.observe.capacity import FleetCapacity
 from modelplane.scheduler import FleetPlacement
 
 PACK_NAME = "modelplane"
@@ -161,6 +163,8 @@ def _fleet_inputs(name: str, encoded: str) -> tuple[Any, Any, Any]:
     props = json.loads(encoded)
     fleet = load_documents(props.get("fleet") or [], source=f"{name}.fleet")
     observed = props.get("observed") or None
+    if props.get(CAPACITY_KEY):         # read from the clusters at preview (docs/observe.md)
+        observed = {**(observed or {}), **FleetCapacity.from_json(props[CAPACITY_KEY]).node_counts()} or None
     placement = props.get("placement")
     placement = FleetPlacement.from_json(placement) if placement else place(
         fleet, observed, props.get("accounting") or "Device")

@@ -16,13 +16,14 @@ import functools
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pulumi import automation as auto
 
+from driver.reconcile import lock_path
 from modelplane.api import Fleet, load_manifests
 from modelplane.scheduler import FleetPlacement
 from providers.placement import normalize_numbers
@@ -64,6 +65,7 @@ class SimStack:
     manifests: Path
     state_dir: Path
     config_file: Path
+    env: dict[str, str] = field(default_factory=dict)   # the engine's, for CLIs run on it
 
     # ---------------------------------------------------------------- Pulumi
 
@@ -145,7 +147,7 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
     except Exception:
         config_file.unlink(missing_ok=True)
         raise
-    return SimStack(stack, name, manifests, state_dir, config_file)
+    return SimStack(stack, name, manifests, state_dir, config_file, env)
 
 
 def remove_sim_stack(stack: SimStack) -> None:
@@ -158,6 +160,7 @@ def remove_sim_stack(stack: SimStack) -> None:
     with contextlib.suppress(Exception):
         stack.stack.workspace.remove_stack(stack.name, force=True)
     stack.config_file.unlink(missing_ok=True)
+    lock_path(REPO, stack.name).unlink(missing_ok=True)     # a `reconcile` loop's lock, if one ran on it
 
 
 def remove_stale_stack_files(max_age_s: float = 7200) -> None:

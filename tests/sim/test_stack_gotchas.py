@@ -187,23 +187,31 @@ def test_a_sim_of_another_fleet_fails_the_preview_naming_the_cluster(
     assert f"python -m modelplane sim up {REPO / 'examples' / 'kind'} --state-dir {sim.state_dir}" in text
 
 
-def test_a_stopped_api_server_fails_the_preview_naming_the_cluster(
+def test_a_stopped_api_server_is_an_unreachable_cluster_and_without_observe_fails_the_preview(
         gotcha: tuple[Path, SimFleet], gotcha_stack: SimStack) -> None:
     """Last in this module (it breaks the sim): with the kube-apiserver of `usable` killed, the
-    preview fails at once saying which process of which cluster stopped and how to restart."""
+    preview (observing the clusters, the default) finishes at once, warning which process of which
+    cluster stopped and how to restart it, and places with `usable` unreachable (docs/observe.md);
+    with `modelplane:observe: false` nothing would fail the cluster over, so the preview fails."""
     _, sim = gotcha
     record = json.loads(sim.state_file.read_text())
     pid = next(p["pid"] for p in record["clusters"]["usable"]["processes"] if p["name"] == "kube-apiserver")
     os.kill(pid, signal.SIGKILL)  # a process this test's fixture started
     wait_for("the kube-apiserver to exit", lambda: not next(r for r in sim.status() if r.name == "usable").running)
+    stopped = "InferenceCluster usable (sim stack): its simulated cluster is not running (kube-apiserver stopped)"
+    started = time.monotonic()
+    preview = gotcha_stack.preview()
+    assert time.monotonic() - started < FAST_S
+    assert stopped in preview.stdout and "python -m modelplane sim down" in preview.stdout, preview.stdout
+    assert "usable: declared (unreachable: the API server at https://127.0.0.1:" in preview.stdout
+
+    gotcha_stack.set_config("modelplane:observe", "false")
     started = time.monotonic()
     with pytest.raises(auto.errors.CommandError) as failed:
         gotcha_stack.preview()
     assert time.monotonic() - started < FAST_S
     text = str(failed.value)
-    assert "InferenceCluster usable (sim stack): its simulated cluster is not running (kube-apiserver stopped)" \
-        in text, text
-    assert "python -m modelplane sim down" in text
+    assert stopped in text and "python -m modelplane sim down" in text, text
 
 
 def test_without_a_sim_the_preview_fails_at_once_naming_the_cluster_and_sim_up(

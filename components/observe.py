@@ -1,0 +1,118 @@
+"""The program's side of issue 13 (docs/observe.md): stack config and args -> the placement
+resource's `observe` input; the `observation` output (logged at preview); the `verification`
+output after `up`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pulumi
+
+from components.args import ClusterAccess, ObserveArgs
+from modelplane.api import Fleet
+from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
+from modelplane.observe.capacity import FleetCapacity
+from modelplane.observe.health import FailoverSettings, health_from_json
+from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, read_clusters
+from modelplane.observe.report import format_capacity, format_verification
+from modelplane.observe.verify import verify
+from modelplane.scheduler import FleetPlacement
+from providers.placement import normalize_numbers
+from sim import SimError, SimFleet
+
+VERIFY_POLL_S = 2.0
+
+OBSERVE_KEYS = {"timeoutSeconds": "timeout", "unreachableGraceSeconds": "unreachable_grace",
+                "unreadyGraceSeconds": "unready_grace", "verifyWaitSeconds": "verify_wait"}
+
+
+def observe_args(value: Any) -> ObserveArgs | None:
+    """`modelplane:observe` config: absent or true -> the defaults, false -> off, or a block of
+    timeoutSeconds / unreachableGraceSeconds / unreadyGraceSeconds."""
+    if value is None or value is True:
+        return ObserveArgs()
+    if value is False:
+        return None
+    if not isinstance(value, Mapping) or set(value) - set(OBSERVE_KEYS):
+        raise ValueError(f"modelplane:observe must be true, false or a block of {', '.join(OBSERVE_KEYS)}")
+    try:
+        given = {field: float(value[key]) for key, field in OBSERVE_KEYS.items() if value.get(key) is not None}
+    except (TypeError, ValueError):
+        raise ValueError(f"modelplane:observe: {', '.join(OBSERVE_KEYS)} are numbers of seconds") from None
+    return ObserveArgs(**given)
+
+
+def observe_input(kubeconfigs: Mapping[str, str], timeout: float, settings: FailoverSettings) -> dict[str, Any]:
+    """The placement resource's `observe` input (providers/observe.py reads it)."""
+    return {"kubeconfigs": dict(sorted(kubeconfigs.items())), "timeoutSeconds": timeout, **settings.to_json()}
+
+
+def _sim_kubeconfigs(access: Mapping[str, ClusterAccess]) -> dict[str, str]:
+    """The kubeconfig the sim wrote for each cluster of the sim stack (docs/sim.md)."""
+    dirs = {a.sim.state_dir for a in access.values() if a.sim is not None}
+    found: dict[str, str] = {}
+    for directory in sorted(dirs):
+        try:
+            found.update({row.name: str(row.kubeconfig) for row in SimFleet(directory).status()})
+        except SimError:
+            continue            # the sim stack says why its clusters cannot be reached
+    return found
+
+
+def placement_observe(observe: ObserveArgs | None, access: Mapping[str, ClusterAccess]) -> dict[str, Any] | None:
+    """The `observe` input: every cluster reached by a kubeconfig path, or through its simulated
+    twin (a kubeconfig given only as a secret's contents is not read at preview: that cluster
+    keeps its declared sizes)."""
+    simulated = _sim_kubeconfigs(access)
+    paths = {name: a.kubeconfig_path for name, a in access.items() if a.kubeconfig_path}
+    paths.update({name: simulated[name] for name, a in access.items() if a.sim is not None and name in simulated})
+    if observe is None or not paths:
+        return None
+    block = observe_input(paths, observe.timeout, FailoverSettings(observe.unreachable_grace, observe.unready_grace))
+    contexts = {name: a.context for name, a in access.items() if a.kubeconfig_path and a.context}
+    if contexts:
+        block["contexts"] = dict(sorted(contexts.items()))
+    return block
+
+
+def observation(capacity: pulumi.Output[Any], health: pulumi.Output[Any]) -> pulumi.Output[dict[str, Any]]:
+    """The `observation` output (capacity and health as check() read them); logged at preview
+    and up next to the placement table."""
+    def report(values: list[Any]) -> dict[str, Any]:
+        cap, hea = values
+        if cap:
+            pulumi.log.info(format_capacity(FleetCapacity.from_json(cap), health_from_json(hea)))
+        return {CAPACITY_KEY: cap or {}, HEALTH_KEY: hea or {}}
+    return pulumi.Output.all(capacity, health).apply(report)
+
+
+def verification(fleet: Fleet, placement: pulumi.Output[Any], block: Mapping[str, Any] | None,
+                 wait: float, created: Sequence[pulumi.Output[Any]]) -> pulumi.Output[dict[str, Any]] | None:
+    """The `verification` output: once every placed replica's objects are applied (`created`
+    resolves), read the clusters until every replica verifies or `wait` seconds passed; a
+    mismatch is a warning in `pulumi up`'s output, naming each replica and the cluster's reason.
+    Nothing is read during a preview."""
+    if block is None:
+        return None
+    kubeconfigs = dict(block.get("kubeconfigs") or {})
+    contexts = dict(block.get("contexts") or {})
+    timeout = float(block.get("timeoutSeconds") or DEFAULT_READ_TIMEOUT_S)
+
+    def run(values: list[Any]) -> dict[str, Any]:
+        if pulumi.runtime.is_dry_run():
+            return {"ok": None, "summary": "verified after `up`"}
+        placed = FleetPlacement.from_json(normalize_numbers(values[0]))
+        deadline = time.monotonic() + wait
+        while True:
+            report = verify(fleet, placed, read_clusters(kubeconfigs, timeout, contexts))
+            if report.ok or time.monotonic() >= deadline:
+                break
+            time.sleep(VERIFY_POLL_S)
+        if not report.ok:
+            pulumi.log.warn("verification: the clusters do not run what the fleet placed "
+                            "(python -m modelplane verify says the same):\n" + format_verification(report))
+        return {**report.to_json(), "summary": report.summary()}
+
+    return pulumi.Output.all(placement, *created).apply(run)

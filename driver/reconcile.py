@@ -1,0 +1,240 @@
+"""`python -m modelplane reconcile --stack NAME --interval 60s`: keep a stack's clusters as its
+fleet says, continuously (docs/observe.md, "Continuous reconciliation").
+
+Each cycle: refresh (the state learns what changed in the clusters; a failure, e.g. an
+unreachable cluster, is logged and the cycle goes on), preview (the placement resource's check()
+reads the clusters: observed capacity, health, failover), and `up` only when the preview has
+changes: the placement, the observation, or objects the refresh found drifted. One log line per
+cycle. Cycles start every `interval` seconds (the next at once when one ran longer).
+
+One loop per stack at a time: an exclusive lock file (`flock`) held for the loop's life, so a
+second loop for the same stack on this machine refuses to start and names the first one's pid.
+SIGTERM, SIGINT or SIGHUP stop the loop: between cycles at once; during one, the running
+`pulumi` is cancelled the way its own Ctrl-C cancels it (it finishes the steps in flight and
+saves its state; driver.processes), then the loop exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import fcntl
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TextIO
+
+from pulumi import automation as auto
+
+from driver.processes import TrackedPulumiCommand
+from modelplane.observe import HEALTH_KEY
+from modelplane.observe.health import UNREACHABLE
+
+LOCK_DIR = Path(".modelplane") / "reconcile"
+VERIFICATION_OUTPUT = "verification"
+OBSERVATION_OUTPUT = "observation"
+_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+class ReconcileError(Exception):
+    """A problem the user fixes: a bad interval, a loop already running, a missing stack."""
+
+
+def parse_interval(text: str) -> float:
+    """`60s`, `2m`, `1h`, `500ms` or plain seconds -> seconds (> 0)."""
+    match = _INTERVAL.match(text)
+    if not match:
+        raise ReconcileError(f"--interval {text!r}: expected a duration such as 60s, 2m or 1h")
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds <= 0:
+        raise ReconcileError(f"--interval {text!r}: must be longer than 0")
+    return seconds
+
+
+class StackOps(Protocol):
+    """What a cycle asks of the stack (the Automation API in production, fakes in tests)."""
+
+    def refresh(self) -> str | None: ...                 # why it was skipped, or None
+    def preview(self) -> Mapping[str, int]: ...          # change summary: op -> resources
+    def up(self) -> Mapping[str, int]: ...
+    def verification(self) -> str | None: ...            # the stack output's summary, if any
+    def cancel(self) -> None: ...                        # stop a running pulumi now
+
+
+def changes(summary: Mapping[str, int]) -> dict[str, int]:
+    """The operations of a change summary that change something ("same" does not)."""
+    return {op: n for op, n in sorted(summary.items()) if op != "same" and n}
+
+
+def _summary(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{op} {n}" for op, n in counts.items()) or "no changes"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [re.sub(r"^(stderr|stdout|code):\s*", "", ln.strip()) for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower()]
+    return (errors or lines or [type(exc).__name__])[-1][:300]
+
+
+@dataclass
+class Cycle:
+    number: int
+    refresh: str = "ok"
+    preview: dict[str, int] | None = None
+    applied: dict[str, int] | None = None
+    verification: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+    stopped: bool = False
+
+    def line(self, stack: str, clock: Callable[[], float] = time.time) -> str:
+        when = datetime.datetime.fromtimestamp(clock(), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        parts = [f"refresh {self.refresh}"]
+        if self.preview is not None:
+            parts.append(f"preview: {_summary(self.preview)}")
+            parts.append(f"up: {_summary(self.applied)}" if self.applied is not None else "no update")
+        if self.verification:
+            parts.append(f"verify: {self.verification}")
+        if self.error:
+            parts.append(f"FAILED: {self.error}")
+        if self.stopped:
+            parts.append("stopped")
+        return f"{when} reconcile {stack} cycle {self.number}: {'; '.join(parts)} ({self.seconds:.1f} s)"
+
+
+@dataclass
+class Reconciler:
+    stack: str
+    ops: StackOps
+    interval: float
+    out: TextIO
+    clock: Callable[[], float] = time.monotonic
+    stopping: threading.Event = field(default_factory=threading.Event)
+    cycles: list[Cycle] = field(default_factory=list)
+
+    def stop(self) -> None:
+        """Ask the loop to end (signal handlers call this): now between cycles, after
+        cancelling the running pulumi during one."""
+        self.stopping.set()
+        self.ops.cancel()
+
+    def cycle(self, number: int) -> Cycle:
+        start = self.clock()
+        result = Cycle(number)
+        try:
+            try:
+                skipped = self.ops.refresh()
+                if skipped:
+                    result.refresh = f"skipped ({skipped})"
+            except auto.errors.CommandError as exc:
+                if self.stopping.is_set():
+                    raise
+                result.refresh = f"failed ({_first_line(exc)})"
+            if not self.stopping.is_set():
+                result.preview = changes(self.ops.preview())
+            if result.preview and not self.stopping.is_set():
+                result.applied = changes(self.ops.up())
+                result.verification = self.ops.verification()
+        except (auto.errors.CommandError, KeyboardInterrupt) as exc:
+            if self.stopping.is_set():
+                result.stopped = True
+            else:
+                result.error = _first_line(exc)
+        result.stopped = result.stopped or self.stopping.is_set()
+        result.seconds = self.clock() - start
+        return result
+
+    def run(self, count: int | None = None) -> int:
+        """Cycles until stopped (or `count` of them); 0, or 1 when a cycle failed."""
+        number = 0
+        failed = False
+        while not self.stopping.is_set() and (count is None or number < count):
+            number += 1
+            start = self.clock()
+            cycle = self.cycle(number)
+            self.cycles.append(cycle)
+            failed = failed or cycle.error is not None
+            self.out.write(cycle.line(self.stack) + "\n")
+            self.out.flush()
+            if count is not None and number >= count:
+                break
+            self.stopping.wait(max(0.0, self.interval - (self.clock() - start)))
+        return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path, stack: str) -> Iterator[None]:
+    """Hold `lock` for the loop's life; ReconcileError when another process holds it."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            raise ReconcileError(f"another reconcile loop runs for stack {stack} (pid {holder}, lock {lock}); "
+                                 "stop it first (SIGTERM)") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)                        # closing the descriptor releases the lock
+
+
+class AutomationOps:
+    """The stack through the Automation API, every pulumi process tracked so `cancel` can stop it."""
+
+    def __init__(self, project: Path, stack: str) -> None:
+        self.command = TrackedPulumiCommand()
+        secrets = "passphrase" if ("PULUMI_CONFIG_PASSPHRASE" in os.environ
+                                   or "PULUMI_CONFIG_PASSPHRASE_FILE" in os.environ) else None
+        workspace = auto.LocalWorkspace(work_dir=str(project), secrets_provider=secrets, pulumi_command=self.command)
+        try:
+            self.stack = auto.Stack.select(stack, workspace)
+        except auto.errors.StackNotFoundError:
+            raise ReconcileError(f"no stack {stack}: create it (`pulumi stack init {stack}`) with its config in "
+                                 f"stacks/Pulumi.{stack}.yaml") from None
+
+    def refresh(self) -> str | None:
+        """Refresh, except while a cluster is unreachable: a refresh cannot read its objects (and
+        a provider set to delete unreachable clusters' objects would drop them from the state)."""
+        down = unreachable(self.stack.outputs())
+        if down:
+            return f"unreachable: {', '.join(down)}"
+        self.stack.refresh(color="never")
+        return None
+
+    def preview(self) -> Mapping[str, int]:
+        return {str(op): n for op, n in self.stack.preview(color="never").change_summary.items()}
+
+    def up(self) -> Mapping[str, int]:
+        return {str(op): n for op, n in (self.stack.up(color="never").summary.resource_changes or {}).items()}
+
+    def verification(self) -> str | None:
+        output = self.stack.outputs().get(VERIFICATION_OUTPUT)
+        value: Any = output.value if output is not None else None
+        return str(value.get("summary")) if isinstance(value, Mapping) and value.get("summary") else None
+
+    def cancel(self) -> None:
+        self.command.stop_all()
+
+
+def unreachable(outputs: Mapping[str, auto.OutputValue]) -> list[str]:
+    """Clusters the last run found unreachable (the `observation` output's health)."""
+    output = outputs.get(OBSERVATION_OUTPUT)
+    value: Any = output.value if output is not None else None
+    health = value.get(HEALTH_KEY) if isinstance(value, Mapping) else None
+    return sorted(c for c, h in (health or {}).items() if isinstance(h, Mapping) and h.get("condition") == UNREACHABLE)
+
+
+def lock_path(project: Path, stack: str) -> Path:
+    return project / LOCK_DIR / f"{stack}.lock"

@@ -1,0 +1,69 @@
+"""`python -m modelplane verify MANIFEST_DIR --placement FILE --observe KUBECONFIG_DIR`: does
+every replica the fleet placed really run where the plan put it? (docs/observe.md)
+
+Exit 0 when every placed replica has its pods Running and Ready on the planned pool with
+their claims allocated as charged; 1 when any does not (each with the cluster's reason) or
+its cluster cannot be read; 2 on bad input."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from modelplane.api import ManifestError, load_manifests
+from modelplane.commands.inputs import read_json
+from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, kubeconfigs_in, read_clusters
+from modelplane.observe.report import format_verification
+from modelplane.observe.verify import Verification, verify
+from modelplane.scheduler import FleetPlacement, PlacementFormatError
+
+POLL_S = 2.0
+
+
+def add_parser(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "verify", help="check that every placed replica runs where the plan put it",
+        description="Read the clusters and report, per placed replica: pods Running and Ready on the "
+                    "planned pool, claims allocated with the planned device count, or why not (the "
+                    "scheduler's own message). Exit 1 on any mismatch.")
+    p.add_argument("manifests", metavar="MANIFEST_DIR", help="manifest file or directory")
+    p.add_argument("--placement", metavar="FILE", required=True,
+                   help="the placement to verify: `plan --json` output or `pulumi stack output placement --json`")
+    p.add_argument("--observe", metavar="KUBECONFIG_DIR", required=True,
+                   help="one kubeconfig per cluster (<cluster>/kubeconfig, <cluster>.yaml, ...; a sim state dir)")
+    p.add_argument("--timeout", metavar="SECONDS", type=float, default=DEFAULT_READ_TIMEOUT_S,
+                   help=f"time each cluster gets to answer one read (default {DEFAULT_READ_TIMEOUT_S:g})")
+    p.add_argument("--wait", metavar="SECONDS", type=float, default=0.0,
+                   help="keep reading until every replica verifies or this many seconds passed (default 0: once)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        fleet = load_manifests(args.manifests)
+        placement = FleetPlacement.from_json(read_json(args.placement, "placement"))
+        if args.timeout <= 0 or args.wait < 0:
+            raise ValueError("--timeout must be > 0 and --wait >= 0 seconds")
+        kubeconfigs = kubeconfigs_in(args.observe, fleet.clusters)
+    except ManifestError as exc:
+        print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
+        return 2
+    except PlacementFormatError as exc:
+        print(f"error: placement {args.placement} is not a placement (the `plan --json` output): {exc}",
+              file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    deadline = time.monotonic() + args.wait
+    while True:
+        report: Verification = verify(fleet, placement, read_clusters(kubeconfigs, args.timeout))
+        if report.ok or time.monotonic() + POLL_S > deadline:
+            break
+        time.sleep(POLL_S)
+    sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n" if args.json else format_verification(report))
+    return 0 if report.ok else 1

@@ -1,0 +1,128 @@
+"""Cluster health across runs: when an unreachable or unready cluster stops taking replicas,
+and when its replicas are re-placed elsewhere.
+
+Pure, with time as an input: `assess(previous, readings, verification, placement, now)` gives
+each unhealthy cluster a `ClusterHealth(condition, since, reason)`; `since` is the time of the
+first check that saw it unhealthy and is carried over unchanged while it stays so (state holds
+it: the placement resource's `health` output), so a cluster that stays healthy, or stays down,
+writes the same value run after run. `outages(health, now, settings)` is the scheduler's input:
+every unhealthy cluster takes no new replica; once it has been so for its grace period, its
+replicas are re-placed (scheduler.failover).
+
+* Unreachable: its API server did not answer within the read bound.
+* Unready: it answers, the previous placement has replicas there and none of them is ready.
+A healthy check clears the record: the next failure starts a new grace period.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from modelplane.scheduler import FleetPlacement, Outage
+
+from .read import NotRead, Reading, Unreachable
+from .verify import Verification
+
+UNREACHABLE = "Unreachable"
+UNREADY = "Unready"
+DEFAULT_UNREACHABLE_GRACE_S = 300      # Kubernetes' own pod eviction delay for an unreachable node
+DEFAULT_UNREADY_GRACE_S = 900          # room for a model to load before "unready" means "broken"
+
+
+@dataclass(frozen=True)
+class FailoverSettings:
+    """Seconds a cluster may stay unreachable / unready before its replicas are re-placed."""
+
+    unreachable_grace: float = DEFAULT_UNREACHABLE_GRACE_S
+    unready_grace: float = DEFAULT_UNREADY_GRACE_S
+
+    def grace(self, condition: str) -> float:
+        return self.unreachable_grace if condition == UNREACHABLE else self.unready_grace
+
+    def to_json(self) -> dict[str, float]:
+        return {"unreachableGraceSeconds": self.unreachable_grace, "unreadyGraceSeconds": self.unready_grace}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> FailoverSettings:
+        data = data or {}
+        out = cls(float(data.get("unreachableGraceSeconds", DEFAULT_UNREACHABLE_GRACE_S)),
+                  float(data.get("unreadyGraceSeconds", DEFAULT_UNREADY_GRACE_S)))
+        if out.unreachable_grace < 0 or out.unready_grace < 0:
+            raise ValueError("failover grace periods must be >= 0 seconds")
+        return out
+
+
+@dataclass(frozen=True)
+class ClusterHealth:
+    condition: str                 # Unreachable | Unready
+    since: int                     # epoch seconds of the first check that saw it
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"condition": self.condition, "since": self.since, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ClusterHealth:
+        condition = data.get("condition")
+        if condition not in (UNREACHABLE, UNREADY) or not isinstance(data.get("since"), (int, float)):
+            raise ValueError('expected {"condition": Unreachable|Unready, "since": epoch seconds, "reason": text}')
+        return cls(str(condition), int(data["since"]), str(data.get("reason", "")))
+
+
+Health = dict[str, ClusterHealth]
+
+
+def health_from_json(data: Mapping[str, Any] | None) -> Health:
+    return {str(k): ClusterHealth.from_json(v) for k, v in (data or {}).items()}
+
+
+def health_to_json(health: Mapping[str, ClusterHealth]) -> dict[str, Any]:
+    return {k: v.to_json() for k, v in sorted(health.items())}
+
+
+def assess(previous: Mapping[str, ClusterHealth], readings: Mapping[str, Reading], verification: Verification,
+           placement: FleetPlacement | None, now: float) -> Health:
+    """The health of every cluster that was read; clusters not asked keep no record, those whose
+    kubeconfig was unusable keep the one they had."""
+    placed: dict[str, int] = {}
+    ready: dict[str, int] = {}
+    for dep in placement.deployments if placement is not None else []:
+        for rep in dep.replicas:
+            placed[rep.cluster] = placed.get(rep.cluster, 0) + 1
+    for check in verification.replicas:
+        if check.ready:
+            ready[check.cluster] = ready.get(check.cluster, 0) + 1
+    out: Health = {}
+    for name, reading in sorted(readings.items()):
+        if isinstance(reading, NotRead):
+            if name in previous:
+                out[name] = previous[name]              # nothing learned: the record stands
+            continue
+        if isinstance(reading, Unreachable):
+            condition, reason = UNREACHABLE, reading.reason
+        elif placed.get(name) and not ready.get(name):
+            condition, reason = UNREADY, f"none of its {placed[name]} replica(s) is ready"
+        else:
+            continue
+        before = previous.get(name)
+        if before is not None and before.condition == condition:
+            out[name] = before                          # unchanged: the same record, the same state
+        elif before is not None:
+            out[name] = ClusterHealth(condition, before.since, reason)   # unhealthy all along
+        else:
+            out[name] = ClusterHealth(condition, int(now), reason)
+    return out
+
+
+def outages(health: Mapping[str, ClusterHealth], now: float, settings: FailoverSettings) -> dict[str, Outage]:
+    out = {}
+    for name, h in sorted(health.items()):
+        grace = settings.grace(h.condition)
+        evacuate = now - h.since >= grace
+        when = "grace period over: its replicas are re-placed" if evacuate else \
+            f"its replicas are re-placed after {grace:g}s"
+        out[name] = Outage(f"{h.condition.lower()} since {h.since} ({h.reason}); {when}", evacuate,
+                           reachable=h.condition != UNREACHABLE)
+    return out

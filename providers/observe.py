@@ -1,0 +1,58 @@
+"""The placement provider's view of the live clusters (issue 13; docs/observe.md).
+
+With an `observe` input (`{"kubeconfigs": {cluster: path}, "contexts": {cluster: name},
+"timeoutSeconds": 5, "unreachableGraceSeconds": 300, "unreadyGraceSeconds": 900}`), check()
+reads every cluster that has a kubeconfig (concurrently, each bounded by timeoutSeconds), places
+against what is free there (modelplane.observe.place, the same path as `plan --observe`), and
+adds two outputs next to `placement`: `capacity` (per cluster: observed or declared, and why)
+and `health` (clusters unreachable or unready, since when). Both are functions of the objects
+read and of the previous state, never of timestamps or resourceVersions, so an unchanged fleet
+previews no change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi.dynamic import CheckFailure
+
+from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
+
+OBSERVE_KEY = "observe"
+OUTPUT_KEYS = (CAPACITY_KEY, HEALTH_KEY)
+
+
+def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, Any], accounting: str,
+                     counts: Mapping[str, Mapping[str, int]] | None, now: float
+                     ) -> tuple[dict[str, Any], list[CheckFailure]]:
+    """(placement, capacity and health outputs; failures) for one check()."""
+    # Deferred, like compute_placement's: importing the provider module stays cheap
+    # (tests/pulumi/test_placement_provider.py).
+    from modelplane.observe.health import FailoverSettings, health_from_json, health_to_json
+    from modelplane.observe.place import place_observed
+    from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, read_clusters
+    from modelplane.scheduler import PlacementFormatError
+
+    try:
+        settings = FailoverSettings.from_json(block)
+        timeout = float(block.get("timeoutSeconds", DEFAULT_READ_TIMEOUT_S))
+        if timeout <= 0:
+            raise ValueError("observe.timeoutSeconds must be > 0")
+        kubeconfigs = {str(c): str(p) for c, p in (block.get("kubeconfigs") or {}).items()}
+        contexts = {str(c): str(n) for c, n in (block.get("contexts") or {}).items()}
+    except (TypeError, ValueError, AttributeError) as exc:
+        return {}, [CheckFailure(OBSERVE_KEY, f"invalid observe settings: {exc}")]
+    try:
+        health = health_from_json(olds.get(HEALTH_KEY))
+    except (TypeError, ValueError, AttributeError):
+        health = {}                              # an unreadable record only restarts the grace periods
+    try:
+        readings = read_clusters(kubeconfigs, timeout, contexts)
+        plan = place_observed(fleet, olds.get("placement") or None, readings, now=now, accounting=accounting,
+                              counts=counts, health=health, settings=settings)
+    except PlacementFormatError as exc:
+        return {}, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
+                                 "fix or remove it before placing again")]
+    return {"placement": plan.placement, CAPACITY_KEY: plan.capacity.to_json(),
+            HEALTH_KEY: health_to_json(plan.health)}, []
