@@ -6,9 +6,7 @@ import argparse
 import json
 import os
 import sys
-
 import time
-from typing import Any
 
 from modelplane.api import Fleet, ManifestError, load_manifests
 from modelplane.commands.inputs import read_json, read_observed, read_previous

@@ -119,11 +119,24 @@ def test_split_prints_urls_without_user_info(capsys):
     assert f"http://127.0.0.1:{port}/ml-team/chat: 1 requests" in out
 
 
+class DripsBodyAndTells(DripsBody):
+    """DripsBody that says when the first request arrived: split is then inside its request loop."""
+
+    arrived = threading.Event()
+
+    def do_POST(self):
+        self.arrived.set()
+        super().do_POST()
+
+
 def test_split_interrupted_exits_cleanly_without_a_traceback():
-    with serving(DripsBody) as url:
+    # Ctrl-C once split is sending, not at a fixed delay: under load a fixed 1.5 s could land
+    # while the interpreter was still importing (a KeyboardInterrupt before split runs at all).
+    DripsBodyAndTells.arrived.clear()
+    with serving(DripsBodyAndTells) as url:
         proc = subprocess.Popen([sys.executable, "-m", "modelplane", "split", url, "-n", "50"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        assert DripsBodyAndTells.arrived.wait(60), "split sent no request"
         proc.send_signal(2)  # SIGINT, as Ctrl-C
         out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130

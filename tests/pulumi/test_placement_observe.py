@@ -15,8 +15,8 @@ from modelplane.api import load_documents
 from modelplane.observe.objects import claim_devices
 from modelplane.observe.read import ClusterRead, Unreachable
 from modelplane.render.names import claim_template_name
-from tests import manifests as g
 from providers.placement import PlacementProvider, compute_placement, normalize_numbers
+from tests import manifests as g
 from tests.pulumi.test_placement_provider import as_engine_state, where
 from tests.unit.observe.objects import claim, cluster_objects, our_pod, slice_devices
 

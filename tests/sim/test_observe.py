@@ -19,9 +19,9 @@ import pytest
 from modelplane.api import load_manifests
 from modelplane.plan import plan_fleet
 from modelplane.scheduler import FleetPlacement, place_fleet
-from tests import manifests as g
 from providers.placement import compute_placement
 from sim import KubeClient, SimFleet, SimTools
+from tests import manifests as g
 
 from .conftest import REPO, processes_mentioning
 from .stack import wait_for

@@ -21,9 +21,9 @@ import pytest
 import yaml
 from pulumi import automation as auto
 
-from tests import manifests as g
 from sim import KubeClient, SimFleet
 from sim.process import spawn
+from tests import manifests as g
 from tests.sim.conftest import StackFactory
 from tests.sim.stack import SimStack, wait_for
 from tests.sim.test_observe import H100, cli, hold_gpus, plan_observe

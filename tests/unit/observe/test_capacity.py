@@ -12,8 +12,8 @@ import pytest
 from modelplane.api import load_manifest_text
 from modelplane.observe.capacity import DECLARED, OBSERVED, FleetCapacity, fleet_capacity
 from modelplane.observe.read import NotRead, Unreachable
-from tests import manifests as g
 from modelplane.scheduler import place_fleet
+from tests import manifests as g
 
 from .objects import claim, cluster_objects, our_pod, reading, slice_devices
 
