@@ -12,8 +12,8 @@ from modelplane.api import Fleet
 from modelplane.api.inference_cluster import DEFAULT_KIND_NODE_IMAGE
 from modelplane.clouds.aws import SYSTEM_INSTANCE_TYPE
 from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
+from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.observe.health import DEFAULT_UNREACHABLE_GRACE_S, DEFAULT_UNREADY_GRACE_S
-from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S
 from modelplane.observe.verify import DEFAULT_VERIFY_WAIT_S
 from modelplane.plan import DEFAULT_CONTROL_PLANE
 from modelplane.scheduler import DEFAULT_ACCOUNTING

@@ -12,10 +12,10 @@ import pulumi
 
 from components.args import ClusterAccess, ObserveArgs
 from modelplane.api import Fleet
-from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
+from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.observe.capacity import FleetCapacity
 from modelplane.observe.health import FailoverSettings, health_from_json
-from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, read_clusters
+from modelplane.observe.read import read_clusters
 from modelplane.observe.report import format_capacity, format_verification
 from modelplane.observe.verify import verify
 from modelplane.scheduler import FleetPlacement

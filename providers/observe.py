@@ -17,7 +17,7 @@ from typing import Any
 
 from pulumi.dynamic import CheckFailure
 
-from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
+from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 
 OBSERVE_KEY = "observe"
 OUTPUT_KEYS = (CAPACITY_KEY, HEALTH_KEY)
@@ -31,7 +31,7 @@ def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, An
     # (tests/pulumi/test_placement_provider.py).
     from modelplane.observe.health import FailoverSettings, health_from_json, health_to_json
     from modelplane.observe.place import place_observed
-    from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, read_clusters
+    from modelplane.observe.read import read_clusters
     from modelplane.scheduler import PlacementFormatError
 
     try:

@@ -11,11 +11,7 @@ import time
 from modelplane.api import Fleet, ManifestError, load_manifests
 from modelplane.commands.inputs import read_json, read_observed, read_previous
 from modelplane.commands.parsers import Subparsers
-from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
-from modelplane.observe.health import health_from_json, health_to_json
-from modelplane.observe.place import place_observed
-from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, kubeconfigs_in, read_clusters
-from modelplane.observe.report import format_capacity
+from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, PlacementFormatError, place_fleet
 from modelplane.scheduler.report import format_table
 
@@ -70,6 +66,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
     """`plan --observe`: the placement provider's own path (modelplane.observe.place)."""
+    # Deferred: the kube client (httpx, ssl) and the observer cost about a fifth of plan's
+    # start-up, which a plan without --observe does not need (issue 15's plan goal).
+    from modelplane.observe.health import health_from_json, health_to_json
+    from modelplane.observe.place import place_observed
+    from modelplane.observe.read import kubeconfigs_in, read_clusters
+    from modelplane.observe.report import format_capacity
+
     previous = read_json(args.previous, "previous placement") if args.previous else None
     observed = read_observed(args.observed) if args.observed else None
     if args.observe_timeout <= 0:

@@ -15,7 +15,8 @@ from typing import Any
 
 from modelplane.api import ManifestError, load_manifests
 from modelplane.commands.inputs import read_json
-from modelplane.observe.read import DEFAULT_READ_TIMEOUT_S, kubeconfigs_in, read_clusters
+from modelplane.observe import DEFAULT_READ_TIMEOUT_S
+from modelplane.observe.read import kubeconfigs_in, read_clusters
 from modelplane.observe.report import format_verification
 from modelplane.observe.verify import Verification, verify
 from modelplane.scheduler import FleetPlacement, PlacementFormatError

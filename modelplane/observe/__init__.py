@@ -14,3 +14,5 @@ below without loading the scheduler at import time.
 # Keys next to the placement: in `plan --observe --json` and in the placement resource's state.
 CAPACITY_KEY = "capacity"
 HEALTH_KEY = "health"
+# Seconds each cluster gets to answer one read (the preview's bound per cluster).
+DEFAULT_READ_TIMEOUT_S = 5.0

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from modelplane.kube import JsonObject, KubeClient, KubeError
+from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.render.meta import LABEL_MANAGED_BY, MANAGED_BY
 
-DEFAULT_READ_TIMEOUT_S = 5.0
 KUBECONFIG_NAMES = ("{name}/kubeconfig", "{name}.yaml", "{name}.yml", "{name}.kubeconfig", "{name}")
 
 OURS = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
