@@ -21,6 +21,7 @@ import re2
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, Evaluator, base_functions
 
+from modelplane.cel_grammar import environment
 from modelplane.celcost import (
     BIND_COST,
     CALL_COST,
@@ -410,7 +411,7 @@ class _Runner(celpy.InterpretedRunner):
         return _Evaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
 
 
-_ENV = celpy.Environment(runner_class=_Runner)
+_ENV = environment(_Runner)   # the parser from the user's cache (modelplane.cel_grammar)
 
 
 # --- plan-time checks ----------------------------------------------------------------------
@@ -821,7 +822,9 @@ def _describe(error: CELEvalError) -> str:
     detail = "; ".join(str(a) for a in cause if isinstance(a, str))
     found = _NO_OVERLOAD.match(message)
     if found:
-        op = _OPERATORS.get(found.group(1) or "", found.group(2) or found.group(1) or "?")
+        # The rule name arrives as a lark Token or, from a cached parser, a plain string.
+        name = found.group(1) or found.group(2) or "?"
+        op = _OPERATORS.get(name, name)
         types = _type_names(found.group(3))
         return f"no such overload: {op.join(f' {t} ' for t in types).strip() if len(types) == 2 else op}"
     if message.startswith("modulus or divide by zero"):
