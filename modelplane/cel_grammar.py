@@ -33,13 +33,14 @@ def cache_file() -> Path | None:
     or the directory cannot be made (the parser is then built in memory, as celpy does)."""
     if os.environ.get(CACHE_ENV, "1") == "0":
         return None
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    directory = base / "modelplane"
     try:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        directory = base / "modelplane"
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
+        info = directory.stat()
+    except (OSError, RuntimeError):   # no home directory, or none we may write
         return None
-    if directory.stat().st_uid != os.getuid() or directory.stat().st_mode & 0o022:
+    if info.st_uid != os.getuid() or info.st_mode & 0o022:
         return None                   # someone else could plant the pickle lark would load
     return directory / f"cel-parser-lark-{lark.__version__}.cache"
 
