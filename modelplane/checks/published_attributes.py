@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from modelplane.api import Fleet
 from modelplane.api.inference_class import AttributeValue, DeviceKind, InferenceClass
-from modelplane.cel import DeviceKey, DeviceView, referenced_keys, selector_matches
+from modelplane.cel import DeviceKey, DeviceView, referenced_keys
 from modelplane.drivers import (
     NVIDIA_GPU,
     NVIDIA_GPU_IDENTITIES,
@@ -41,7 +41,7 @@ from modelplane.semver import Semver, SemverError
 from .context import CheckContext
 from .findings import MANDATORY, Finding
 from .registry import register
-from .selectors import RequestSite, request_sites
+from .selectors import RequestSite, request_sites, selectors_only_declared
 
 POLICY = "published-device-attributes"
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -299,21 +299,15 @@ def _deployment_findings(ctx: CheckContext) -> Iterable[Finding]:
 
 def _mismatch_findings(ctx: CheckContext, site: RequestSite, targets: list[_Target],
                        reported: set[int]) -> Iterable[Finding]:
-    for t in targets:
-        if not all(selector_matches(c, t.declared) for c in site.compiled):
-            continue
-        for s, compiled in enumerate(site.compiled):
-            if s in reported or selector_matches(compiled, t.published):
-                continue
-            reported.add(s)
-            differences, example = _differences(t, compiled.expression)
-            yield Finding(
-                POLICY, MANDATORY, ctx.ref(site.deployment), site.selector_path(s),
-                f"matches what class {t.cls.metadata.name} declares for device {t.device.name} but not what "
-                f"the {t.profile.driver} driver publishes for it ({differences}): the fleet scheduler places "
-                f"the replica on pools of class {t.cls.metadata.name} and DRA never binds the claim, so its "
-                f"pods stay Pending. Fix: select on the published value{example}, and declare it in the class.",
-            )
+    for t, s in selectors_only_declared(site, targets, lambda t: t.declared, lambda t: t.published, reported):
+        differences, example = _differences(t, site.compiled[s].expression)
+        yield Finding(
+            POLICY, MANDATORY, ctx.ref(site.deployment), site.selector_path(s),
+            f"matches what class {t.cls.metadata.name} declares for device {t.device.name} but not what "
+            f"the {t.profile.driver} driver publishes for it ({differences}): the fleet scheduler places "
+            f"the replica on pools of class {t.cls.metadata.name} and DRA never binds the claim, so its "
+            f"pods stay Pending. Fix: select on the published value{example}, and declare it in the class.",
+        )
 
 
 @register(POLICY, MANDATORY, "Device attributes and capacity keys in classes, and the keys selectors read, "

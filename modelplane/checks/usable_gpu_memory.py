@@ -7,14 +7,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from modelplane.api.inference_class import DeviceKind, InferenceClass
-from modelplane.cel import DeviceView, selector_matches
+from modelplane.cel import DeviceView
 from modelplane.drivers import GpuProduct, identify, memory_key
 from modelplane.quantity import Quantity, QuantityError
 
 from .context import CheckContext
 from .findings import MANDATORY, Finding
 from .registry import register
-from .selectors import RequestSite, request_sites
+from .selectors import RequestSite, request_sites, selectors_only_declared
 
 POLICY = "usable-gpu-memory"
 
@@ -82,23 +82,17 @@ def _deployment_findings(ctx: CheckContext) -> Iterable[Finding]:
 
 def _request_findings(ctx: CheckContext, site: RequestSite, targets: list[_Target]) -> Iterable[Finding]:
     reported: set[int] = set()
-    for t in targets:
-        if not all(selector_matches(c, t.nominal) for c in site.compiled):
-            continue
-        for s, c in enumerate(site.compiled):
-            if s in reported or selector_matches(c, t.usable):
-                continue
-            reported.add(s)
-            domain = t.key.partition("/")[0] if "/" in t.key else t.device.driver
-            name = t.key.rpartition("/")[2]
-            yield Finding(
-                POLICY, MANDATORY, ctx.ref(site.deployment), site.selector_path(s),
-                f"only the nominal {t.product.nominal} of an {t.product.name} satisfies this selector; "
-                f"the {t.device.driver} driver publishes {t.product.usable}, so on pools of class "
-                f"{t.cls.metadata.name} (device {t.device.name}) DRA never binds the claim and pods "
-                f"stay Pending. Fix: select on the usable figure, e.g. "
-                f"device.capacity[\"{domain}\"].{name}.compareTo(quantity(\"{t.product.suggest}\")) >= 0.",
-            )
+    for t, s in selectors_only_declared(site, targets, lambda t: t.nominal, lambda t: t.usable, reported):
+        domain = t.key.partition("/")[0] if "/" in t.key else t.device.driver
+        name = t.key.rpartition("/")[2]
+        yield Finding(
+            POLICY, MANDATORY, ctx.ref(site.deployment), site.selector_path(s),
+            f"only the nominal {t.product.nominal} of an {t.product.name} satisfies this selector; "
+            f"the {t.device.driver} driver publishes {t.product.usable}, so on pools of class "
+            f"{t.cls.metadata.name} (device {t.device.name}) DRA never binds the claim and pods "
+            f"stay Pending. Fix: select on the usable figure, e.g. "
+            f"device.capacity[\"{domain}\"].{name}.compareTo(quantity(\"{t.product.suggest}\")) >= 0.",
+        )
 
 
 @register(POLICY, MANDATORY, "GPU memory in classes and selectors must be what the driver reports, "
