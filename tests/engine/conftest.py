@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from tests.loud_skip import LoudSkips
+from tests.throwaway_stack import create_throwaway_stack
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_ENV = REPO / "scripts" / "engine-env"
@@ -135,17 +136,8 @@ def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., Engi
         config["modelplane:manifests"] = str(manifests)
         config["modelplane:renderDir"] = str(render_dir)
         config.update(extra_config or {})
-        config_file = REPO / "stacks" / f"Pulumi.{name}.yaml"
-        config_file.write_text(
-            "# Throwaway stack written by tests/engine/conftest.py; removed at teardown.\n"
-            + yaml.safe_dump({"config": config}, sort_keys=True))
-        opts = auto.LocalWorkspaceOptions(work_dir=str(REPO), pulumi_home=str(home), env_vars=env,
-                                          secrets_provider="passphrase", pulumi_command=command)
-        try:
-            stack = auto.create_stack(name, work_dir=str(REPO), opts=opts)
-        except Exception:
-            config_file.unlink(missing_ok=True)
-            raise
+        stack, config_file = create_throwaway_stack(name, config, env, str(home), command,
+                                                    "tests/engine/conftest.py")
         es = EngineStack(stack, name, render_dir, config_file, env)
         made.append(es)
         return es

@@ -29,6 +29,7 @@ from modelplane.scheduler import FleetPlacement
 from providers.placement import normalize_numbers
 from sim import KubeClient, SimError
 from sim.kube import resource_path
+from tests.throwaway_stack import create_throwaway_stack
 
 REPO = Path(__file__).resolve().parents[2]
 SIM_STACK_FILE = REPO / "stacks" / "Pulumi.sim.yaml"
@@ -135,18 +136,10 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
             values.pop(key, None)
         else:
             values[key] = value
-    config_file = REPO / "stacks" / f"Pulumi.{name}.yaml"
-    config_file.write_text("# Throwaway stack written by tests/sim (stack.py); removed at teardown.\n"
-                           + yaml.safe_dump({"config": values}, sort_keys=True))
     bin_dir = Path(env["MODELPLANE_TOOLS_BIN"]) if env.get("MODELPLANE_TOOLS_BIN") else None
     command = auto.PulumiCommand(root=str(bin_dir.parent)) if bin_dir else None
-    opts = auto.LocalWorkspaceOptions(work_dir=str(REPO), pulumi_home=env["PULUMI_HOME"], env_vars=env,
-                                      secrets_provider="passphrase", pulumi_command=command)
-    try:
-        stack = auto.create_stack(name, work_dir=str(REPO), opts=opts)
-    except Exception:
-        config_file.unlink(missing_ok=True)
-        raise
+    stack, config_file = create_throwaway_stack(name, values, env, env["PULUMI_HOME"], command,
+                                                "tests/sim (stack.py)")
     return SimStack(stack, name, manifests, state_dir, config_file, env)
 
 

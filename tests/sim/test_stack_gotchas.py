@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from sim import SimFleet
+from sim import KubeClient, SimFleet
 from tests.sim.conftest import StackFactory
 from tests.sim.fleets import NVML_H100, SHORT_NAME_SELECTOR, attribute_gap_fleet, gotcha_fleet
 from tests.sim.stack import SimStack, wait_for
@@ -63,6 +63,17 @@ def attribute_gap_stack(attribute_gap: tuple[Path, SimFleet], module_sim_stack: 
     return module_sim_stack(manifests, sim.state_dir, _bounded_await(sim))
 
 
+def _failed_scheduling(kube: KubeClient, pod: dict[str, Any]) -> str:
+    """The kube-scheduler's FailedScheduling message for the pod, once its event appears."""
+    def reason() -> str | None:
+        events = kube.items("/api/v1/namespaces/ml-team/events",
+                            {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
+        return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
+
+    message: str = wait_for("the kube-scheduler's FailedScheduling event", reason)
+    return message
+
+
 def _ml_team_pods(stack: SimStack, cluster: str) -> list[dict[str, Any]]:
     with stack.kube(cluster) as kube:
         if kube.request("GET", "/api/v1/namespaces/ml-team").status_code == 404:
@@ -107,12 +118,7 @@ def test_advisory_pack_lets_the_nominal_class_through_and_the_real_scheduler_ref
     (pod,) = _ml_team_pods(gotcha_stack, "nominal")
     assert pod["status"]["phase"] == "Pending"
     with gotcha_stack.kube("nominal") as kube:
-        def reason() -> str | None:
-            events = kube.items("/api/v1/namespaces/ml-team/events",
-                                {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
-            return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
-
-        message = wait_for("the kube-scheduler's FailedScheduling event", reason)
+        message = _failed_scheduling(kube, pod)
     assert "cannot allocate all claims" in message, message
     assert _ml_team_pods(gotcha_stack, "usable") == []
 
@@ -161,12 +167,7 @@ def test_published_device_attributes_advisory_pack_places_the_replica_and_the_re
                  for s in kube.items("/apis/resource.k8s.io/v1/resourceslices") for d in s["spec"]["devices"]}
         assert names == {NVML_H100}
 
-        def reason() -> str | None:
-            events = kube.items("/api/v1/namespaces/ml-team/events",
-                                {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
-            return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
-
-        message = wait_for("the kube-scheduler's FailedScheduling event", reason)
+        message = _failed_scheduling(kube, pod)
     assert "cannot allocate all claims" in message, message
 
 
