@@ -14,7 +14,8 @@ from components.k8s import ClusterReady, register_ready, resource_name
 from modelplane.api import ModelCache as CacheSpec
 from modelplane.plan import FleetPlan
 from modelplane.render.cache import hugging_face
-from modelplane.render.meta import LABEL_CLUSTER, LABEL_MODELCACHE, component_labels
+from modelplane.render.meta import component_labels
+from modelplane.vocabulary import LABEL_CLUSTER, LABEL_MODELCACHE
 
 
 @dataclass(kw_only=True)

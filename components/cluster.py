@@ -20,7 +20,7 @@ from modelplane.api import InferenceCluster as ClusterSpec
 from modelplane.checks.kind_node_image import node_image_error
 from modelplane.plan import ClusterFoundation
 from modelplane.render import render_system_namespace
-from modelplane.render.meta import PROVISIONED_SOURCES
+from modelplane.vocabulary import PROVISIONED_SOURCES
 
 
 @dataclass(kw_only=True)

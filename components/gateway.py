@@ -13,7 +13,7 @@ import pulumi_kubernetes as k8s
 
 from components.k8s import RenderedObject
 from modelplane.render.gateway import dump, egress_name, routes_configmap
-from modelplane.render.meta import Manifest
+from modelplane.vocabulary import Manifest
 
 WORKLOAD = "modelplane:index:WorkloadGateway"
 CONTROL_PLANE = "modelplane:index:ControlPlaneGateway"

@@ -10,7 +10,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from modelplane.render.meta import Manifest
+from modelplane.vocabulary import Manifest
 
 # Staging a model or starting an engine on it outlasts the provider's 10-minute default.
 SLOW = pulumi.CustomTimeouts(create="60m", update="60m")

@@ -1,5 +1,5 @@
 """Cloud tags and labels on what the program provisions itself (cloud resources, whose
-keys reject '/'). Kubernetes labels come from the core (modelplane.render.meta)."""
+keys reject '/'). Kubernetes labels come from the core (modelplane.vocabulary)."""
 
 from __future__ import annotations
 

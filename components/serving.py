@@ -11,8 +11,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.k8s import RenderedObject, register_objects
-from modelplane.render.meta import Manifest, component_labels
+from modelplane.render.meta import component_labels
 from modelplane.render.serving import ChartSpec
+from modelplane.vocabulary import Manifest
 
 
 @dataclass(kw_only=True)

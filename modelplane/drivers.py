@@ -30,8 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from modelplane.api.inference_class import AttributeValue, DeviceKind, InferenceClass
-from modelplane.clouds.nvidia import NVIDIA_DRIVER
-from modelplane.render.serving import DRA_EXAMPLE_DRIVER as EXAMPLE_DRIVER
+from modelplane.vocabulary import EXAMPLE_DRIVER, NVIDIA_DRIVER
 
 # A typed attribute value as ResourceSlices and InferenceClasses spell it: {"string": "Hopper"}.
 RawAttribute = dict[str, object]

@@ -52,7 +52,7 @@ from modelplane.clouds.nodes import (
 )
 from modelplane.clouds.nvidia import GPU_TAINT
 from modelplane.drivers import NVIDIA_GPU, published_attributes, published_capacity
-from modelplane.render.meta import LABEL_POOL
+from modelplane.vocabulary import LABEL_POOL
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 PROVISIONED = ("EKS", "GKE")

@@ -14,9 +14,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from modelplane.api import ModelDeployment, ModelEndpoint, ModelService
-from modelplane.render.meta import LABEL_CLUSTER as CLUSTER_LABEL
-from modelplane.render.meta import LABEL_DEPLOYMENT as DEPLOYMENT_LABEL
-from modelplane.render.meta import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
+from modelplane.vocabulary import LABEL_CLUSTER as CLUSTER_LABEL
+from modelplane.vocabulary import LABEL_DEPLOYMENT as DEPLOYMENT_LABEL
+from modelplane.vocabulary import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
 
 # Gateway API caps a backendRef weight at 1,000,000; Traefik has no cap, but keeping
 # the same numbers means a generated config reads the same in either gateway.

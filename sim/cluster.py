@@ -21,8 +21,8 @@ import yaml
 
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_cluster import InferenceCluster
-from modelplane.clouds.nvidia import NVIDIA_DRIVER
 from modelplane.nodes import KWOK_NODE_ANNOTATION, cluster_nodes, device_classes, resource_slices
+from modelplane.vocabulary import NVIDIA_DRIVER
 
 from . import pki
 from .errors import SimError

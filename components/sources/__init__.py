@@ -10,7 +10,7 @@ import pulumi
 
 from components.errors import ResourceError
 from modelplane.api import Fleet, NodePool
-from modelplane.render.meta import Manifest
+from modelplane.vocabulary import Manifest
 
 
 @dataclass

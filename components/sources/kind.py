@@ -16,7 +16,7 @@ import pulumi_command as command
 import yaml
 
 from modelplane.render.gateway import CONTROL_NODE_PORT
-from modelplane.render.meta import LABEL_POOL, Manifest
+from modelplane.vocabulary import LABEL_POOL, Manifest
 
 
 def kind_config(name: str, pools: list[tuple[str, int]], host_port: int | None = None) -> Manifest:

@@ -30,9 +30,6 @@ from .common import (
 # kind of the same name. A group of our own makes the reference's API server answer
 # "no matches for kind FleetBudget in version placement.modelplane-pulumi.dev/v1alpha1".
 FLEET_BUDGET_API_VERSION = "placement.modelplane-pulumi.dev/v1alpha1"
-# Every cluster belongs to the group named by this key: its own name (the label the
-# reference stamps on replicas and endpoints), so spreading by it spreads by cluster.
-CLUSTER_NAME_KEY = "modelplane.ai/cluster"
 
 MAX_SPREAD_CONSTRAINTS = 8
 MAX_TIERS = 8
@@ -153,6 +150,6 @@ class FleetBudget(KindObject):
 
 
 __all__ = [
-    "CLUSTER_NAME_KEY", "FLEET_BUDGET_API_VERSION", "ClusterPreferences", "FleetBudget", "FleetBudgetSpec",
+    "FLEET_BUDGET_API_VERSION", "ClusterPreferences", "FleetBudget", "FleetBudgetSpec",
     "PlacementPolicy", "PreferenceTier", "RoutingPolicy", "SpreadConstraint",
 ]

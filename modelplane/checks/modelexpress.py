@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from modelplane.api import ModelDeployment
-from modelplane.render.meta import ANNOTATION_MODELEXPRESS
 from modelplane.scheduler import candidate_clusters
+from modelplane.vocabulary import ANNOTATION_MODELEXPRESS
 
 from .context import CheckContext
 from .engine_args import flag_value

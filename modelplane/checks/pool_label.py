@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from modelplane.render.meta import LABEL_POOL as POOL_LABEL
+from modelplane.vocabulary import LABEL_POOL as POOL_LABEL
 
 from .context import CheckContext
 from .findings import MANDATORY, Finding

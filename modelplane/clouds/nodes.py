@@ -7,7 +7,7 @@ EKS/GKE nodes from these."""
 from __future__ import annotations
 
 from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.render.meta import LABEL_POOL, LABEL_ROLE
+from modelplane.vocabulary import LABEL_POOL, LABEL_ROLE
 
 from .nvidia import GKE_NO_DEFAULT_DEVICE_PLUGIN, GPU_PRESENT_LABEL, GPU_TAINT, uses_nvidia_dra
 

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelplane.api import Fleet, NodePool
+from modelplane.vocabulary import NVIDIA_DRIVER
 
-NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GKE_NO_DEFAULT_DEVICE_PLUGIN = "gke-no-default-nvidia-gpu-device-plugin"
 GPU_TAINT_KEY = "nvidia.com/gpu"

@@ -13,9 +13,9 @@ from modelplane.commands.inputs import read_previous
 from modelplane.commands.parsers import Subparsers
 from modelplane.plan import DEFAULT_CONTROL_PLANE, ControlPlane, SecretNeed, gitops_gateway_urls, plan_fleet
 from modelplane.render import RenderError
-from modelplane.render.meta import Manifest
 from modelplane.render.output import write_cluster_dirs
 from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
+from modelplane.vocabulary import Manifest
 
 
 def add_parser(subparsers: Subparsers) -> None:

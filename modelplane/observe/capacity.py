@@ -33,8 +33,8 @@ from typing import Any
 from modelplane.api import Fleet
 from modelplane.api.inference_class import InferenceClass
 from modelplane.api.inference_cluster import InferenceCluster
-from modelplane.render.meta import LABEL_POOL, PROVISIONED_SOURCES
 from modelplane.scheduler import FleetPlacement, ObservedPool
+from modelplane.vocabulary import LABEL_POOL, PROVISIONED_SOURCES
 
 from .objects import (
     DOWN,

@@ -12,7 +12,9 @@ from typing import Any
 from modelplane.api.inference_cluster import InferenceCluster
 from modelplane.clouds.nvidia import GPU_TOLERATION
 from modelplane.kube import JsonObject
-from modelplane.render.meta import (
+from modelplane.scheduler.shape import Taint, Toleration
+from modelplane.scheduler.taints import untolerated
+from modelplane.vocabulary import (
     LABEL_CLUSTER,
     LABEL_DEPLOYMENT,
     LABEL_ENGINE,
@@ -21,8 +23,6 @@ from modelplane.render.meta import (
     LABEL_REPLICA_INDEX,
     MANAGED_BY,
 )
-from modelplane.scheduler.shape import Taint, Toleration
-from modelplane.scheduler.taints import untolerated
 
 # What our pods tolerate on a node: only the GPU taint (modelplane.render.pod); a deployment's
 # tolerations are fleet-level (cluster taints), not rendered into pods.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from modelplane.kube import JsonObject, KubeClient, KubeError
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
-from modelplane.render.meta import LABEL_MANAGED_BY, MANAGED_BY
+from modelplane.vocabulary import LABEL_MANAGED_BY, MANAGED_BY
 
 KUBECONFIG_NAMES = ("{name}/kubeconfig", "{name}.yaml", "{name}.yml", "{name}.kubeconfig", "{name}")
 

@@ -20,9 +20,9 @@ from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.model_deployment import ModelDeployment
-from modelplane.render.meta import LABEL_POOL
 from modelplane.render.names import claim_template_name
 from modelplane.scheduler import FleetPlacement, PlacedReplica
+from modelplane.vocabulary import LABEL_POOL
 
 from .objects import ReplicaKey, claim_devices, meta, name_of, pod_engine, pod_replica, pool_of
 from .read import ClusterRead, NotRead, Reading, Unreachable

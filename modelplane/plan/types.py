@@ -16,9 +16,9 @@ from modelplane.render.gateway import (
     routes_configmap,
     workload_gateway_name,
 )
-from modelplane.render.meta import SYSTEM_NAMESPACE, Manifest
 from modelplane.render.serving import ChartSpec
 from modelplane.scheduler import FleetPlacement, PlacedReplica
+from modelplane.vocabulary import SYSTEM_NAMESPACE, Manifest
 
 # Dependencies first: a namespace before its contents, a PVC before the Job and the
 # pods that mount it, claim templates before the pods that reference them.

@@ -5,8 +5,10 @@ Nothing here talks to a cluster or imports Pulumi; which object lands on which c
 decided once, by `modelplane.plan`, for `render`, `demo` and the Pulumi components alike.
 """
 
+from modelplane.vocabulary import Manifest
+
 from .cache import render_cache
-from .meta import Manifest, RenderError
+from .meta import RenderError
 from .mock_engine import render_mock_engine_configmap, ships_mock_engine
 from .namespace import render_namespace, render_system_namespace
 from .replica import render_replica

@@ -24,19 +24,10 @@ import shlex
 from modelplane.api import Fleet, InferenceCluster, ModelCache
 from modelplane.api.model_cache import HuggingFace
 from modelplane.storage import cache_access_mode, cache_request_gib, cache_storage_class, cache_storage_problem
+from modelplane.vocabulary import LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_MODELCACHE, MANAGED_BY, Manifest
 
 from .context import resolve_cluster
-from .meta import (
-    CACHE_MOUNT,
-    DEFAULT_REVISION,
-    LABEL_CLUSTER,
-    LABEL_MANAGED_BY,
-    LABEL_MODELCACHE,
-    MANAGED_BY,
-    Manifest,
-    RenderError,
-    metadata,
-)
+from .meta import CACHE_MOUNT, DEFAULT_REVISION, RenderError, metadata
 from .names import cache_job_name, cache_pvc_name, cache_secret_name
 
 STAGING_IMAGE = "python:3.12-slim"

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from modelplane.api import Engine, Member
 from modelplane.scheduler import ResolvedRequest
+from modelplane.vocabulary import LABEL_ENGINE, Manifest
 
 from .context import ReplicaContext
-from .meta import LABEL_ENGINE, Manifest, RenderError, metadata
+from .meta import RenderError, metadata
 from .names import claim_template_name
 
 

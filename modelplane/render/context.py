@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from modelplane.api import Engine, Fleet, InferenceCluster, Member, ModelCache, ModelDeployment
 from modelplane.scheduler import PlacedReplica
+from modelplane.vocabulary import ANNOTATION_MODELEXPRESS
 
-from .meta import ANNOTATION_MODELEXPRESS, DEFAULT_REVISION, RenderError, replica_labels
+from .meta import DEFAULT_REVISION, RenderError, replica_labels
 from .names import cache_pvc_name
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from modelplane.vocabulary import LABEL_ENGINE, LABEL_WORKLOAD, Manifest
+
 from .context import MemberContext
-from .meta import LABEL_ENGINE, LABEL_WORKLOAD, Manifest, metadata
+from .meta import metadata
 from .names import workload_name
 from .pod import pod_template
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from modelplane.clouds.aws import EFA_RESOURCE, member_efa_share
+from modelplane.vocabulary import Manifest
 
 from .context import MemberContext
 from .env import injected_env, merge_env
-from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT, Manifest
+from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
 from .mock_engine import mock_engine_mount, ships_mock_engine
 
 DSHM_VOLUME = "dshm"

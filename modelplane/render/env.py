@@ -6,9 +6,11 @@ Injected entries come first so the user's values can refer to them with `$(NAME)
 
 from __future__ import annotations
 
+from modelplane.vocabulary import Manifest
+
 from .cache import HUB_CACHE
 from .context import MemberContext
-from .meta import MODELEXPRESS_ADDRESS, NIXL_SIDE_CHANNEL_PORT, Manifest
+from .meta import MODELEXPRESS_ADDRESS, NIXL_SIDE_CHANNEL_PORT
 
 # The program owns these names: a user entry with the same name would silently
 # contradict what the rest of the system relies on, so it is dropped.

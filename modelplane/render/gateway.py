@@ -24,8 +24,9 @@ from modelplane.api import InferenceCluster
 from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
 from modelplane.naming import child_name
 from modelplane.routing import Credential
+from modelplane.vocabulary import SYSTEM_NAMESPACE, Manifest
 
-from .meta import SYSTEM_NAMESPACE, Manifest, component_labels, metadata
+from .meta import component_labels, metadata
 from .output import NoAliasDumper
 
 # The configuration (retry on 502-504, failover services) was measured on Traefik 3.7.15;

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from modelplane.vocabulary import LABEL_ENGINE, LABEL_KAI_QUEUE, Manifest
+
 from .context import MemberContext
-from .meta import KAI_QUEUE, LABEL_ENGINE, LABEL_KAI_QUEUE, Manifest, metadata
+from .meta import KAI_QUEUE, metadata
 from .names import podcliqueset_name
 from .pod import pod_annotations, pod_labels, pod_spec
 

@@ -1,43 +1,22 @@
-"""Labels, well-known values and object metadata shared by every renderer."""
+"""Object metadata and the well-known values every renderer shares (label keys live in
+modelplane.vocabulary, below every layer)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from modelplane.api.placement import CLUSTER_NAME_KEY
+from modelplane.vocabulary import (
+    LABEL_CLUSTER,
+    LABEL_COMPONENT,
+    LABEL_DEPLOYMENT,
+    LABEL_MANAGED_BY,
+    LABEL_PART_OF,
+    LABEL_REPLICA_INDEX,
+    MANAGED_BY,
+    PART_OF,
+)
 
-# A Kubernetes object as plain JSON-like data: what every renderer returns.
-Manifest = dict[str, Any]
-
-GROUP = "modelplane.ai/"
-LABEL_DEPLOYMENT = GROUP + "deployment"
-# The key spread and tiers group clusters by (modelplane.api.placement) is this label.
-LABEL_CLUSTER = CLUSTER_NAME_KEY
-LABEL_REPLICA_INDEX = GROUP + "replica-index"
-LABEL_SERVING = GROUP + "serving"
-LABEL_WORKLOAD = GROUP + "workload"
-LABEL_ENGINE = GROUP + "engine"
-LABEL_POOL = GROUP + "pool"
-LABEL_LWS_ROLE = GROUP + "lws-role"
-LABEL_CLIQUE_ROLE = GROUP + "clique-role"
-LABEL_MODELCACHE = GROUP + "modelcache"
-LABEL_NAMESPACE = GROUP + "namespace"
-# Nodes of provisioned clusters' system pools (not GPU pools).
-LABEL_ROLE = GROUP + "role"
-LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
-LABEL_PART_OF = "app.kubernetes.io/part-of"
-LABEL_COMPONENT = "app.kubernetes.io/component"
-LABEL_PD_ROLE = "llm-d.ai/role"
-LABEL_KAI_QUEUE = "kai.scheduler/queue"
-
-MANAGED_BY = "modelplane"
-PART_OF = "modelplane"
-# Where the platform's own workloads run on every cluster: gateways, the pool labeler.
-SYSTEM_NAMESPACE = "modelplane-system"
-# Sources whose clusters and pools the program creates itself, labelling every pool's
-# nodes with LABEL_POOL as it does; pools of any other source are labelled by a Job.
-PROVISIONED_SOURCES = ("Kind", "EKS", "GKE")
 ENGINE_CONTAINER = "engine"
 ENGINE_PORT = 8000
 CACHE_MOUNT = "/mnt/models"
@@ -49,9 +28,6 @@ MODELEXPRESS_NAME = "modelexpress-server"
 MODELEXPRESS_PORT = 8001
 MODELEXPRESS_ADDRESS = f"{MODELEXPRESS_NAME}:{MODELEXPRESS_PORT}"
 NIXL_SIDE_CHANNEL_PORT = "5557"
-# Opt-in to vLLM's `--load-format modelexpress` on Dynamo clusters: stock vLLM images need the
-# `modelexpress` package for that loader (k8s-api-shapes.md §5.3), so it is never assumed.
-ANNOTATION_MODELEXPRESS = GROUP + "modelexpress"
 # huggingface_hub's own default revision; naming it explicitly lets the staging Job and
 # the engines agree on one ref even when the cache leaves the revision unset.
 DEFAULT_REVISION = "main"

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from modelplane.api import InferenceCluster
+from modelplane.vocabulary import LABEL_CLUSTER, LABEL_MANAGED_BY, MANAGED_BY, Manifest
 
-from .meta import LABEL_CLUSTER, LABEL_MANAGED_BY, MANAGED_BY, Manifest, metadata
+from .meta import metadata
 
 CONFIGMAP_NAME = "modelplane-mock-engine"
 MOUNT_PATH = "/opt/modelplane"

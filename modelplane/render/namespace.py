@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from .meta import (
+from modelplane.vocabulary import (
     LABEL_CLUSTER,
     LABEL_MANAGED_BY,
     LABEL_NAMESPACE,
     MANAGED_BY,
     SYSTEM_NAMESPACE,
     Manifest,
-    component_labels,
-    metadata,
 )
+
+from .meta import component_labels, metadata
 
 # Present on every cluster already; creating them would fail or, worse, let the program
 # delete them when the last deployment leaves.

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from .meta import Manifest
+from modelplane.vocabulary import Manifest
 
 INDEX = ".modelplane-render.json"
 STAGING_PREFIX = ".modelplane-render-"

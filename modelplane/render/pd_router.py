@@ -21,18 +21,10 @@ import shlex
 
 from modelplane.api import Engine
 from modelplane.naming import child_name
+from modelplane.vocabulary import LABEL_COMPONENT, LABEL_ENGINE, LABEL_PD_ROLE, LABEL_SERVING, LABEL_WORKLOAD, Manifest
 
 from .context import ReplicaContext
-from .meta import (
-    ENGINE_PORT,
-    LABEL_COMPONENT,
-    LABEL_ENGINE,
-    LABEL_PD_ROLE,
-    LABEL_SERVING,
-    LABEL_WORKLOAD,
-    Manifest,
-    metadata,
-)
+from .meta import ENGINE_PORT, metadata
 
 ROUTER_COMPONENT = "pd-router"
 ROUTER_IMAGE = "python:3.12-slim"

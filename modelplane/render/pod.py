@@ -3,13 +3,7 @@
 from __future__ import annotations
 
 from modelplane.clouds.nvidia import GPU_TOLERATION
-
-from .cache import wait_for_cache_container
-from .context import MemberContext
-from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
-from .meta import (
-    CLAIM_NAME,
-    KAI_SCHEDULER,
+from modelplane.vocabulary import (
     LABEL_CLIQUE_ROLE,
     LABEL_ENGINE,
     LABEL_LWS_ROLE,
@@ -19,6 +13,11 @@ from .meta import (
     LABEL_WORKLOAD,
     Manifest,
 )
+
+from .cache import wait_for_cache_container
+from .context import MemberContext
+from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
+from .meta import CLAIM_NAME, KAI_SCHEDULER
 from .mock_engine import mock_engine_volume, ships_mock_engine
 from .names import lws_name, podcliqueset_name, workload_name
 from .pd_router import BOOTSTRAP_ANNOTATION, bootstrap_port, sglang_pd

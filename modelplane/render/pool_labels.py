@@ -13,8 +13,9 @@ from collections.abc import Mapping
 
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.clouds.nvidia import GPU_PRESENT_LABEL, uses_nvidia_dra
+from modelplane.vocabulary import LABEL_CLUSTER, LABEL_POOL, PROVISIONED_SOURCES, SYSTEM_NAMESPACE, Manifest
 
-from .meta import LABEL_CLUSTER, LABEL_POOL, PROVISIONED_SOURCES, SYSTEM_NAMESPACE, Manifest, component_labels
+from .meta import component_labels
 
 KUBECTL_IMAGE = "registry.k8s.io/kubectl:v1.35.1"
 LABELER = "modelplane-pool-labeler"

@@ -5,13 +5,14 @@ from __future__ import annotations
 from modelplane.api import Engine, Fleet, InferenceCluster, ModelDeployment
 from modelplane.scheduler import PlacedReplica
 from modelplane.storage import cache_storage_problem
+from modelplane.vocabulary import Manifest
 
 from .claims import member_requests, render_claim_template
 from .context import MemberContext, ReplicaContext, referenced_cache, resolve_cluster
 from .deployment import render_deployment
 from .grove import render_podcliqueset
 from .lws import render_lws
-from .meta import Manifest, RenderError
+from .meta import RenderError
 from .names import claim_template_name
 from .pd_router import render_sglang_router, sglang_pd
 from .service import render_serving_service

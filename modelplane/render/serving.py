@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import Fleet, InferenceCluster
-from modelplane.clouds.nvidia import GPU_TOLERATION, NVIDIA_DRIVER
+from modelplane.clouds.nvidia import GPU_TOLERATION
+from modelplane.vocabulary import EXAMPLE_DRIVER, NVIDIA_DRIVER, Manifest
 
-from .meta import KAI_QUEUE, MODELEXPRESS_NAME, MODELEXPRESS_PORT, Manifest, component_labels, metadata
+from .meta import KAI_QUEUE, MODELEXPRESS_NAME, MODELEXPRESS_PORT, component_labels, metadata
 
 MODELEXPRESS_IMAGE = "nvcr.io/nvidia/ai-dynamo/modelexpress-server:0.5.1"
 # The server refuses to start without a metadata backend ("MX_METADATA_BACKEND is not set or
@@ -30,8 +31,6 @@ MODELEXPRESS_REDIS_IMAGE = "redis:7.4-alpine"
 # Pulumi's Kubernetes provider otherwise waits on the Queue's readiness, which a KAI
 # Queue never reports; other tools ignore the annotation.
 SKIP_AWAIT = {"pulumi.com/skipAwait": "true"}
-DRA_EXAMPLE_DRIVER = "gpu.example.com"
-DRA_NVIDIA_DRIVER = NVIDIA_DRIVER
 
 
 @dataclass(frozen=True)
@@ -164,10 +163,10 @@ def _efa_pools(cluster: InferenceCluster) -> bool:
 def chart_specs(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpec]:
     charts = [GROVE, KAI] if dynamo(cluster) else [LWS]
     drivers = _drivers(cluster, fleet)
-    if DRA_EXAMPLE_DRIVER in drivers:
+    if EXAMPLE_DRIVER in drivers:
         charts.append(chart("dra-example-driver", "dra-example-driver",
-                            {"kubeletPlugin": {"numDevices": drivers[DRA_EXAMPLE_DRIVER]}}))
-    if DRA_NVIDIA_DRIVER in drivers:
+                            {"kubeletPlugin": {"numDevices": drivers[EXAMPLE_DRIVER]}}))
+    if NVIDIA_DRIVER in drivers:
         gke = cluster.source == "GKE"
         pre = (critical_pods_quota(DRA_NVIDIA_NAMESPACE),) + ((gke_driver_installer(),) if gke else ())
         # The kubelet plugin's default node affinity is kept: our EKS/GKE pools carry

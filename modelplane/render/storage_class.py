@@ -4,8 +4,7 @@ name and provisioners are the storage rule's (modelplane.storage)."""
 from __future__ import annotations
 
 from modelplane.storage import EFS_PROVISIONER, FILESTORE_PROVISIONER, STORAGE_CLASSES
-
-from .meta import LABEL_MANAGED_BY, MANAGED_BY, Manifest
+from modelplane.vocabulary import LABEL_MANAGED_BY, MANAGED_BY, Manifest
 
 
 def storage_class_manifest(source: str, *, file_system_id: object = None, network: str | None = None

@@ -17,10 +17,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from modelplane.api import load_documents
-from modelplane.api.placement import CLUSTER_NAME_KEY
 from modelplane.scheduler import FleetPlacement, place_fleet
 from modelplane.scheduler.matching import Matcher, MemberMatch
 from modelplane.scheduler.shape import compile_clusters, compile_deployment
+from modelplane.vocabulary import CLUSTER_NAME_KEY
 from tests.manifests import (
     cluster,
     deployment,
