@@ -1,7 +1,7 @@
 import pytest
 
 import modelplane.cel as cel
-from modelplane.cel import CelError, DeviceView, SelectorCache, compile_selector, selector_matches
+from modelplane.cel import CelError, DeviceView, SelectorCache, compile_selector, selector, selector_matches
 from modelplane.quantity import Quantity
 from modelplane.semver import Semver
 
@@ -211,11 +211,11 @@ def test_compile_is_cached_by_expression_text():
 
 
 def test_compile_errors_are_cached_too():
-    before = cel._compile.cache_info().misses
+    before = selector._compile.cache_info().misses
     for _ in range(3):
         with pytest.raises(CelError):
             compile_selector("device.driver == == 'cached'")
-    assert cel._compile.cache_info().misses == before + 1
+    assert selector._compile.cache_info().misses == before + 1
 
 
 def test_device_view_groups_keys_by_domain():
@@ -254,7 +254,7 @@ def test_selector_cache_evaluates_each_key_once(monkeypatch):
         calls.append(compiled.expression)
         return real(compiled, device)
 
-    monkeypatch.setattr(cel, "evaluate_selector", counting)
+    monkeypatch.setattr(selector, "evaluate_selector", counting)
     cache = SelectorCache()
     hopper = f'{NV}.architecture == "Hopper"'
     big = f'{MEM}.compareTo(quantity("80Gi")) >= 0'

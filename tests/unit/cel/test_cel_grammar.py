@@ -1,4 +1,4 @@
-"""The CEL parser cache (modelplane.cel_grammar): each case runs a fresh interpreter, since the
+"""The CEL parser cache (modelplane.cel.grammar): each case runs a fresh interpreter, since the
 parser is built once per process at import."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import lark
 
-from modelplane.cel_grammar import CACHE_ENV
+from modelplane.cel.grammar import CACHE_ENV
 
 REPO = Path(__file__).resolve().parents[3]
 # Evaluates a selector, and says whether lark loaded the parser from its cache.

@@ -10,7 +10,7 @@ import pytest
 from modelplane.__main__ import main
 from modelplane.api import ManifestError, load_documents
 from modelplane.cel import CelError, DeviceView, compile_selector, evaluate_selector
-from modelplane.celcost import MAX_COST, MAX_EXPRESSION_LENGTH, MAX_NESTING, estimated_cost
+from modelplane.cel.cost import MAX_COST, MAX_EXPRESSION_LENGTH, MAX_NESTING, estimated_cost
 from modelplane.scheduler import place_fleet
 from tests.manifests import (
     cluster,

@@ -1,7 +1,7 @@
 """celpy's CEL parser, built once per user instead of once per process.
 
 celpy analyses its LALR grammar with lark every time a process creates its first
-Environment: about 0.1 s, a fifth of a 100-cluster `plan` (issue 15). lark can cache that
+Environment: about 0.1 s, a fifth of a 100-cluster `plan` at start-up. lark can cache that
 analysis in a file (`Lark(cache=PATH)`); on load it checks the file against a digest of the
 grammar, the options and lark's version, and rebuilds (and rewrites) it when they differ or
 the file is unreadable, so a stale or torn cache costs one rebuild, never a wrong parser.
