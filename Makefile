@@ -8,7 +8,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-.PHONY: setup run test tools lint
+.PHONY: setup run test tools lint unit
 setup: $(STAMP)
 
 # The demo: plan examples/kind, start engines and both Traefik hops on 127.0.0.1,
@@ -36,6 +36,11 @@ tools: $(STAMP)
 lint: $(STAMP)
 	.venv/bin/ruff check .
 	$(PY) -m mypy
+
+# The fast loop while editing: unit and property tests only (no real processes, no engine,
+# no sim), a couple of minutes. `make test` runs these and everything else.
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit tests/property -q
 
 test: $(STAMP) lint tools
 	$(PY) -m pytest
