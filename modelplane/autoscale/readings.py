@@ -83,9 +83,12 @@ def check_value(type_: str, value: object, where: str) -> float:
         raise ValueError(f"{where}: unknown metric type; use one of {', '.join(METRIC_TYPES)}")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f"{where}: expected a number ({METRIC_UNITS[type_]})")
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"{where}: {value!r} is not a finite number")
+    try:
+        number = float(value)
+    except OverflowError:   # an integer of hundreds of digits
+        number = math.inf if value > 0 else -math.inf
+    if math.isnan(number) or (isinstance(value, float) and math.isinf(number)):
+        raise ValueError(f"{where}: {number!r} is not a finite number")
     if number < 0:
         raise ValueError(f"{where}: {number:g} is negative; a {type_} reading is {METRIC_UNITS[type_]}")
     if number > METRIC_VALUE_MAX[type_]:
