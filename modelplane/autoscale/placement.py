@@ -88,8 +88,12 @@ class ScalingOutcome:
         return [*kept, self.limited]
 
     def to_json(self) -> dict[str, Any]:
+        """What `plan --json` reports. The decision's history is state, not a report (the
+        placement resource keeps it): leaving it out keeps the output a function of the
+        inputs, with no clock in it."""
+        decision = {k: v for k, v in self.decision.to_json().items() if k != "history"}
         out = {"namespace": self.autoscaler.metadata.namespace or "default", "name": self.autoscaler.name,
-               "target": self.target[1], **self.decision.to_json(), "placed": self.placed,
+               "target": self.target[1], **decision, "placed": self.placed,
                "conditions": [x.to_json() for x in self.conditions()]}
         if self.unplaced:
             out["unplaced"] = list(self.unplaced)
