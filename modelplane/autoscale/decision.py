@@ -307,9 +307,12 @@ def _stabilize(history: History, current: int, proposal: int, now: float, up: Ru
     return stabilized, kept((*history.recommendations, Recommendation(now, proposal)), min(up_cut, down_cut))
 
 
-def _changed(events: tuple[ScaleEvent, ...], period: int, now: float) -> int:
+def _period_start(current: int, history: History, period: int, now: float) -> int:
+    """The count when the period began: current - added + removed since (HPA's periodStartReplicas)."""
     cutoff = now - period
-    return sum(e.change for e in events if e.at > cutoff)
+    added = sum(e.change for e in history.scale_up if e.at > cutoff)
+    removed = sum(e.change for e in history.scale_down if e.at > cutoff)
+    return current - added + removed
 
 
 def _up_limit(current: int, history: History, now: float, rules: Rules) -> int:
@@ -317,8 +320,7 @@ def _up_limit(current: int, history: History, now: float, rules: Rules) -> int:
         return current
     proposals = []
     for p in rules.policies:
-        start = current - _changed(history.scale_up, p.period_seconds, now) + _changed(
-            history.scale_down, p.period_seconds, now)
+        start = _period_start(current, history, p.period_seconds, now)
         proposals.append(start + p.value if p.type == "Pods" else math.ceil(start * (1 + p.value / 100)))
     limit = min(proposals) if rules.select == "Min" else max(proposals)
     # Waking from zero: a Percent policy of 0 replicas allows 0; ours lets 1 through.
@@ -330,8 +332,7 @@ def _down_limit(current: int, history: History, now: float, rules: Rules) -> int
         return current
     proposals = []
     for p in rules.policies:
-        start = current - _changed(history.scale_up, p.period_seconds, now) + _changed(
-            history.scale_down, p.period_seconds, now)
+        start = _period_start(current, history, p.period_seconds, now)
         proposals.append(start - p.value if p.type == "Pods" else int(start * (1 - p.value / 100)))
     return max(proposals) if rules.select == "Min" else min(proposals)
 
