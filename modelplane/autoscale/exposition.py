@@ -109,7 +109,7 @@ def parse(data: bytes) -> Exposition:
                 if count > MAX_METRICS_SAMPLES:
                     raise ExpositionError(f"the /metrics response has more than {MAX_METRICS_SAMPLES} samples "
                                           "(see modelplane/limits.py)")
-                samples.append(Sample(s.name, tuple(sorted(s.labels.items())), float(s.value)))
+                samples.append(Sample(s.name, tuple(sorted(s.labels.items())), _number(s.value)))
             before = families.get(metric.name)
             merged = (*before.samples, *samples) if before is not None else tuple(samples)
             families[metric.name] = Family(metric.name, metric.type if before is None else before.type, merged)
@@ -120,6 +120,14 @@ def parse(data: bytes) -> Exposition:
         raise ExpositionError(f"line {lines.number} of the /metrics response is not the Prometheus text "
                               "format") from None
     return Exposition(families)
+
+
+def _number(value: float) -> float:
+    # The parser keeps integers as int: one of 400 digits does not fit a float.
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def series_value(samples: Iterable[Sample], name: str) -> float:

@@ -22,6 +22,7 @@ from modelplane.autoscale.exposition import (
     collect,
     parse,
     quantile,
+    series_value,
     window,
 )
 from modelplane.limits import MAX_METRICS_LINE_CHARS, MAX_METRICS_RESPONSE_BYTES, MAX_METRICS_SAMPLES
@@ -98,9 +99,18 @@ def test_a_malformed_line_is_named_by_number_and_never_quoted(data) -> None:
     assert SECRET not in text
 
 
+def test_an_integer_too_large_for_a_float_reads_as_infinite() -> None:
+    """The parser keeps integers exact; a value of 400 digits is infinite to us, then refused."""
+    family = parse(b"vllm:num_requests_waiting 1" + b"0" * 400 + b"\n").family("vllm:num_requests_waiting")
+    assert family.samples[0].value == math.inf
+    with pytest.raises(ExpositionError, match="is infinite"):
+        series_value(family.samples, "vllm:num_requests_waiting")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["vllm:x", "{", "}", '"', "=", ",", " ", "\n", "# TYPE ", "# HELP ", "le",
-                                 "NaN", "+Inf", "-1", "1e308", "\\", SECRET, "gauge", "histogram", "_bucket"]),
+                                 "NaN", "+Inf", "-1", "1e308", "1" + "0" * 400, "\\", SECRET, "gauge",
+                                 "histogram", "_bucket"]),
                 max_size=40))
 def test_no_input_escapes_as_anything_but_an_exposition_error(parts) -> None:
     try:
