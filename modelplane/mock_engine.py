@@ -50,8 +50,9 @@ TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75
 
 
 class RequestQueue:
-    """At most `concurrency` requests run at once (None: no limit); the rest wait in order of
-    arrival. Counts what vLLM's scheduler gauges count, and each request's time to first token."""
+    """At most `concurrency` requests run at once (None: no limit); the rest wait for a slot (a
+    semaphore: not strictly in arrival order). Counts what vLLM's scheduler gauges count, and
+    each request's time to first token."""
 
     def __init__(self, concurrency: int | None, clock: Callable[[], float] = time.monotonic) -> None:
         self.concurrency = concurrency

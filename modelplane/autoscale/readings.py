@@ -101,7 +101,7 @@ def check_value(type_: str, value: object, where: str) -> float:
 class FileMetricsSource:
     """`plan --metrics FILE`: the average per ready replica of each metric, per deployment,
     as `{(namespace, deployment): {type: value}}` (validated by commands.inputs.read_metrics
-    and `for_fleet`). Every current replica counts as ready; a metric the file does not give
+    and `check_against`). Every current replica counts as ready; a metric the file does not give
     is unreadable."""
 
     values: Mapping[Key, Mapping[str, float]]
