@@ -25,3 +25,11 @@ MAX_INT_DIGITS = 32
 MAX_JSON_FILE_BYTES = 64 * MIB
 # Nesting of objects and arrays (the placement schema needs 6).
 MAX_JSON_DEPTH = 64
+
+# An engine's /metrics response (modelplane.autoscale.exposition): a vLLM or SGLang engine
+# writes tens of KB; many LoRA adapters or engines per pod stay far below these.
+MAX_METRICS_RESPONSE_BYTES = 4 * MIB
+MAX_METRICS_LINE_CHARS = 16 * 1024
+MAX_METRICS_SAMPLES = 50_000
+# A `plan --metrics` file: deployments it may name (each with at most the four metric types).
+MAX_METRICS_FILE_DEPLOYMENTS = 10_000

@@ -7,6 +7,13 @@ Kind stack as well as a local process in tests:
 
 `"stream": true` in the body answers with server-sent events.
 
+Load: `--concurrency N` lets N inference requests run at once; the others wait in a queue,
+so their time to first token grows with the wait (a request's first token comes after its
+wait plus `--delay-ms`). GET /metrics answers in the Prometheus text format with vLLM's
+own series (`vllm:num_requests_waiting`, `vllm:num_requests_running`,
+`vllm:kv_cache_usage_perc`: running / N, `vllm:time_to_first_token_seconds`), labels
+`model_name` and `engine`, as vllm/v1/metrics/loggers.py writes them.
+
 Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
 requests were served (inference keeps working, as an engine that is draining would);
 `--exit-after N` exits the process right after the Nth. SIGUSR1 / SIGUSR2 switch /health
@@ -32,10 +39,93 @@ from typing import Any
 
 INFERENCE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
 
+# vLLM's series (vllm/v1/metrics/loggers.py); tests/unit/autoscale/test_mock_engine_metrics.py
+# keeps them equal to modelplane.autoscale.engines' vLLM table (this file imports nothing of ours).
+METRIC_WAITING = "vllm:num_requests_waiting"
+METRIC_RUNNING = "vllm:num_requests_running"
+METRIC_KV_CACHE = "vllm:kv_cache_usage_perc"
+METRIC_TTFT = "vllm:time_to_first_token_seconds"
+TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+
+
+class RequestQueue:
+    """At most `concurrency` requests run at once (None: no limit); the rest wait for a slot (a
+    semaphore: not strictly in arrival order). Counts what vLLM's scheduler gauges count, and
+    each request's time to first token."""
+
+    def __init__(self, concurrency: int | None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.concurrency = concurrency
+        self.clock = clock
+        self.waiting = 0
+        self.running = 0
+        self.buckets = [0] * len(TTFT_BUCKETS)
+        self.observed = 0
+        self.total_ttft = 0.0
+        self._slots = threading.Semaphore(concurrency) if concurrency else None
+        self._lock = threading.Lock()
+
+    def enter(self) -> float:
+        """Wait for a slot; returns when the request arrived (the clock's time)."""
+        arrived = self.clock()
+        with self._lock:
+            self.waiting += 1
+        if self._slots is not None:
+            self._slots.acquire()
+        with self._lock:
+            self.waiting -= 1
+            self.running += 1
+        return arrived
+
+    def first_token(self, arrived: float) -> None:
+        ttft = max(self.clock() - arrived, 0.0)
+        with self._lock:
+            self.observed += 1
+            self.total_ttft += ttft
+            for i, bound in enumerate(TTFT_BUCKETS):
+                if ttft <= bound:
+                    self.buckets[i] += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.running -= 1
+        if self._slots is not None:
+            self._slots.release()
+
+    def kv_cache_usage(self) -> float:
+        return min(self.running / self.concurrency, 1.0) if self.concurrency else 0.0
+
+    def exposition(self, model: str) -> str:
+        """The Prometheus text format, as prometheus_client writes vLLM's metrics."""
+        labels = f'engine="0",model_name="{_label_value(model)}"'
+        with self._lock:
+            waiting, running, kv = self.waiting, self.running, self.kv_cache_usage()
+            buckets, observed, total = list(self.buckets), self.observed, self.total_ttft
+        lines = [
+            f"# HELP {METRIC_RUNNING} Number of requests in model execution batches.",
+            f"# TYPE {METRIC_RUNNING} gauge", f"{METRIC_RUNNING}{{{labels}}} {float(running)}",
+            f"# HELP {METRIC_WAITING} Number of requests waiting to be processed.",
+            f"# TYPE {METRIC_WAITING} gauge", f"{METRIC_WAITING}{{{labels}}} {float(waiting)}",
+            f"# HELP {METRIC_KV_CACHE} KV-cache usage. 1 means 100 percent usage.",
+            f"# TYPE {METRIC_KV_CACHE} gauge", f"{METRIC_KV_CACHE}{{{labels}}} {kv!r}",
+            f"# HELP {METRIC_TTFT} Histogram of time to first token in seconds.",
+            f"# TYPE {METRIC_TTFT} histogram",
+        ]
+        lines += [f'{METRIC_TTFT}_bucket{{{labels},le="{bound!r}"}} {float(n)}'
+                  for bound, n in zip(TTFT_BUCKETS, buckets, strict=True)]
+        lines += [f'{METRIC_TTFT}_bucket{{{labels},le="+Inf"}} {float(observed)}',
+                  f"{METRIC_TTFT}_count{{{labels}}} {float(observed)}", f"{METRIC_TTFT}_sum{{{labels}}} {total!r}"]
+        return "\n".join(lines) + "\n"
+
+
+def _label_value(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
 
 class EngineState:
     def __init__(self, name: str, deployment: str | None, fail_health_after: int | None, exit_after: int | None,
-                 api_key: str | None, delay: float) -> None:
+                 api_key: str | None, delay: float, concurrency: int | None = None) -> None:
+        self.queue = RequestQueue(concurrency)
         self.name = name
         self.deployment = deployment
         self.fail_health_after = fail_health_after
@@ -143,6 +233,14 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             if path == "/health":
                 ok = state.healthy()
                 return self._send(200 if ok else 503, {"status": "ok" if ok else "unhealthy"})
+            if path == "/metrics":
+                data = state.queue.exposition(state.deployment or state.name).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return None
             if path == "/v1/models":
                 if not self._authorized():
                     return self._send(401, {"error": {"message": "invalid api key"}})
@@ -164,15 +262,20 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 model, stream = req.get("model") or state.name, bool(req.get("stream"))
             except (ValueError, AttributeError):
                 return self._send(400, {"error": {"message": "body is not a JSON object"}})
-            if state.delay:
-                time.sleep(state.delay)
-            with state.lock:
-                state.served += 1
-                last = state.exit_after is not None and state.served >= state.exit_after
-            if stream:
-                self._stream(path, str(model))
-            else:
-                self._send(200, _body(path, state.name, str(model)))
+            arrived = state.queue.enter()   # waits while --concurrency requests run
+            try:
+                if state.delay:
+                    time.sleep(state.delay)
+                state.queue.first_token(arrived)
+                with state.lock:
+                    state.served += 1
+                    last = state.exit_after is not None and state.served >= state.exit_after
+                if stream:
+                    self._stream(path, str(model))
+                else:
+                    self._send(200, _body(path, state.name, str(model)))
+            finally:
+                state.queue.leave()
             if last:
                 self.wfile.flush()
                 os._exit(0)  # abrupt on purpose: a crashed engine does not drain
@@ -201,6 +304,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     fault.add_argument("--exit-after", type=int, default=None, metavar="N")
     p.add_argument("--api-key-env", default=None, metavar="VAR")
     p.add_argument("--delay-ms", type=float, default=0.0)
+    p.add_argument("--concurrency", type=int, default=None, metavar="N",
+                   help="inference requests that run at once; the rest wait (and /metrics counts them)")
     return p.parse_args(argv)
 
 
@@ -212,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         if not key:
             print(f"environment variable {a.api_key_env} is empty", file=sys.stderr)
             return 2
-    state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000)
+    if a.concurrency is not None and a.concurrency < 1:
+        print("--concurrency must be at least 1", file=sys.stderr)
+        return 2
+    state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000,
+                        a.concurrency)
     if a.listen_fd is None:
         server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
     else:

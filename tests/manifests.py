@@ -236,3 +236,24 @@ def previous_from(placement: FleetPlacement, not_ready: Iterable[str] = ()) -> F
             if r["name"] in names:
                 r["ready"] = False
     return FleetPlacement.from_json(doc)
+
+
+def replica_autoscaler(name: str, target: str, max_replicas: int = 4, *metrics: dict[str, Any],
+                       min_replicas: int | None = None, behavior: dict[str, Any] | None = None,
+                       namespace: str = "default") -> dict[str, Any]:
+    """A ReplicaAutoscaler (ours, modelplane/api/replica_autoscaler.py); QueueDepth 4 by default."""
+    spec: dict[str, Any] = {"scaleTargetRef": {"name": target}, "maxReplicas": max_replicas,
+                            "metrics": list(metrics) or [metric("QueueDepth", 4)]}
+    if min_replicas is not None:
+        spec["minReplicas"] = min_replicas
+    if behavior is not None:
+        spec["behavior"] = behavior
+    return {"apiVersion": BUDGET_API, "kind": "ReplicaAutoscaler",
+            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def metric(type_: str, average: float, percentile: float | None = None) -> dict[str, Any]:
+    m: dict[str, Any] = {"type": type_, "target": {"averageValue": average}}
+    if percentile is not None:
+        m["percentile"] = percentile
+    return m

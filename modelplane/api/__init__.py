@@ -10,9 +10,11 @@ from .model_cache import ModelCache
 from .model_deployment import Engine, Member, ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
+from .replica_autoscaler import ReplicaAutoscaler
 
 __all__ = [
     "API_VERSION", "Engine", "Fleet", "InferenceClass", "InferenceCluster", "InferenceGateway", "KINDS",
     "LabelSelector", "ManifestError", "ManifestIssue", "Member", "ModelCache", "ModelDeployment",
-    "ModelEndpoint", "ModelService", "NodePool", "load_documents", "load_manifest_text", "load_manifests",
+    "ModelEndpoint", "ModelService", "NodePool", "ReplicaAutoscaler", "load_documents", "load_manifest_text",
+    "load_manifests",
 ]

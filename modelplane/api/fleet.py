@@ -14,6 +14,7 @@ from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
 from .placement import FleetBudget
+from .replica_autoscaler import ReplicaAutoscaler
 
 Key = tuple[str, str]
 
@@ -28,6 +29,7 @@ class Fleet:
     services: dict[Key, ModelService] = field(default_factory=dict)
     endpoints: dict[Key, ModelEndpoint] = field(default_factory=dict)
     budgets: dict[str, FleetBudget] = field(default_factory=dict)
+    autoscalers: dict[Key, ReplicaAutoscaler] = field(default_factory=dict)
     sources: dict[tuple[str, object], str] = field(default_factory=dict)
 
     def _tables(self) -> dict[str, dict[Any, Any]]:
@@ -42,6 +44,7 @@ class Fleet:
             "ModelService": self.services,
             "ModelEndpoint": self.endpoints,
             "FleetBudget": self.budgets,
+            "ReplicaAutoscaler": self.autoscalers,
         }
 
     def _table(self, kind: str) -> dict[Any, Any]:
@@ -69,7 +72,8 @@ class Fleet:
         return [obj.to_manifest() for obj in self.objects()]
 
     def sort(self) -> Fleet:
-        for name in ("classes", "clusters", "gateways", "caches", "deployments", "services", "endpoints", "budgets"):
+        for name in ("classes", "clusters", "gateways", "caches", "deployments", "services", "endpoints", "budgets",
+                     "autoscalers"):
             table = getattr(self, name)
             setattr(self, name, {k: table[k] for k in sorted(table)})
         return self
@@ -83,3 +87,7 @@ class Fleet:
     def cache_for(self, deployment: ModelDeployment) -> ModelCache | None:
         ref = deployment.spec.template.spec.model_cache_ref
         return self.caches.get((deployment.metadata.namespace or "default", ref.name)) if ref else None
+
+    def autoscaler_for(self, key: Key) -> ReplicaAutoscaler | None:
+        """The ReplicaAutoscaler scaling the deployment `key` (the loader allows one at most)."""
+        return next((a for a in self.autoscalers.values() if a.target_key == key), None)

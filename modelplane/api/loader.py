@@ -26,6 +26,7 @@ from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
 from .placement import FLEET_BUDGET_API_VERSION, FleetBudget
+from .replica_autoscaler import ReplicaAutoscaler, target_problems
 from .yaml_reader import YamlInputError, read_documents
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -33,7 +34,7 @@ MANIFEST_SUFFIXES = (".yaml", ".yml")
 KINDS: dict[str, type[KindObject]] = {
     m.__name__: m
     for m in (InferenceClass, InferenceCluster, InferenceGateway, ModelCache,
-              ModelDeployment, ModelService, ModelEndpoint, FleetBudget)
+              ModelDeployment, ModelService, ModelEndpoint, FleetBudget, ReplicaAutoscaler)
 }
 
 
@@ -207,8 +208,8 @@ def _validate(file: str, index: int, doc: object, issues: list[ManifestIssue]) -
         return None
     if api_version not in (API_VERSION, FLEET_BUDGET_API_VERSION):
         hint = ("secrets come from Pulumi config (see README), not manifests" if kind == "Secret"
-                else f"only {API_VERSION} kinds (and our {FLEET_BUDGET_API_VERSION} FleetBudget) belong "
-                     "in the manifest directory")
+                else f"only {API_VERSION} kinds (and our {FLEET_BUDGET_API_VERSION} FleetBudget and "
+                     "ReplicaAutoscaler) belong in the manifest directory")
         issues.append(ManifestIssue(file, index, kind, name, "apiVersion",
                                     f"{quoted(api_version)} is not a Modelplane resource; {hint}"))
         return None
@@ -338,6 +339,9 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
                   f"ModelCache {dep.metadata.namespace}/{spec.model_cache_ref.name} does not exist; "
                   "define it in the same namespace or remove modelCacheRef")
         issues.extend(_cel_issues(fleet, dep))
+    sources = {key: fleet.source_of(scaler) for key, scaler in fleet.autoscalers.items()}
+    for scaler, path, message in target_problems(fleet.autoscalers, fleet.deployments, sources):
+        issue(scaler, path, message)
     return issues
 
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from modelplane.api.common import check_dns_label, check_dns_subdomain, quoted
 from modelplane.gcpause import gc_paused
-from modelplane.limits import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES
+from modelplane.limits import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES, MAX_METRICS_FILE_DEPLOYMENTS
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 
 OBSERVED_SHAPE = '{"cluster": {"pool": 3}} with a whole, non-negative number of nodes per pool'
@@ -99,3 +100,38 @@ def read_previous(path: str) -> FleetPlacement:
         except PlacementFormatError as exc:
             raise ValueError(f"previous placement {path} is not a placement (the `plan --json` output): "
                              f"{exc}") from None
+
+
+METRICS_SHAPE = '{"<namespace>/<deployment>": {"QueueDepth": 4.5, ...}} with a number per metric type'
+
+
+def metric_values(data: Any, where: str) -> dict[tuple[str, str], dict[str, float]]:
+    """`plan --metrics`: per deployment, the average per ready replica of each metric type,
+    each a finite number within its type's bound (modelplane.autoscale.readings.check_value)."""
+    # Deferred: the autoscale package is only for --metrics.
+    from modelplane.autoscale.readings import check_value
+
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must look like {METRICS_SHAPE}")
+    if len(data) > MAX_METRICS_FILE_DEPLOYMENTS:
+        raise ValueError(f"{where} names {len(data)} deployments; at most {MAX_METRICS_FILE_DEPLOYMENTS} "
+                         "(see modelplane/limits.py)")
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for key, values in data.items():
+        namespace, slash, name = key.partition("/")
+        try:
+            if not slash:
+                raise ValueError("it has no '/'")
+            check_dns_label(namespace, "namespace")
+            check_dns_subdomain(name, "deployment name")
+        except ValueError as exc:
+            raise ValueError(f"{where}: key {quoted(key)} is not \"<namespace>/<deployment>\" ({exc})") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}: {key} must map metric types to numbers; expected {METRICS_SHAPE}")
+        out[(namespace, name)] = {t: check_value(t, v, f"{where}: {key}.{quoted(t)}") for t, v in values.items()}
+    return out
+
+
+def read_metrics(path: str, what: str = "metrics file") -> dict[tuple[str, str], dict[str, float]]:
+    """`{"<namespace>/<deployment>": {"<metric type>": <average per ready replica>}}`."""
+    return metric_values(read_json(path, what), f"{what} {path}")

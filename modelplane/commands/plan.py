@@ -9,7 +9,7 @@ import sys
 import time
 
 from modelplane.api import Fleet, ManifestError, load_manifests
-from modelplane.commands.inputs import read_json, read_observed, read_previous
+from modelplane.commands.inputs import read_json, read_metrics, read_observed, read_previous
 from modelplane.commands.parsers import Subparsers
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, PlacementFormatError, place_fleet
@@ -38,6 +38,10 @@ def add_parser(subparsers: Subparsers) -> None:
                         "really free; other clusters keep their declared sizes (docs/observe.md)")
     p.add_argument("--observe-timeout", metavar="SECONDS", type=float, default=DEFAULT_READ_TIMEOUT_S,
                    help=f"time each cluster gets to answer (default {DEFAULT_READ_TIMEOUT_S:g})")
+    p.add_argument("--metrics", metavar="FILE",
+                   help='what the ReplicaAutoscalers would do at these numbers: JSON {"<namespace>/<deployment>": '
+                        '{"<metric type>": <average per ready replica>}}; a first decision, placed by the '
+                        "scheduler (docs/autoscaling.md)")
     p.add_argument("--json", action="store_true",
                    help="print the placement as compact JSON (the --previous schema; pipe it through "
                         "`python -m json.tool` to read it)")
@@ -47,10 +51,18 @@ def add_parser(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         fleet = load_manifests(args.manifests)
+        if args.observe and args.metrics:
+            raise ValueError("--metrics does not combine with --observe yet; use --observed FILE for pool sizes")
         if args.observe:
             return _observe(args, fleet)
         previous = read_previous(args.previous) if args.previous else None
         observed = read_observed(args.observed) if args.observed else None
+        if args.metrics:
+            # Deferred: the autoscaler's modules load only for --metrics: plan's start-up is kept small.
+            from modelplane.autoscale.report import plan_metrics
+
+            return _write(plan_metrics(fleet, read_metrics(args.metrics), args.metrics, previous, args.accounting,
+                                       observed, as_json=args.json))
     except ManifestError as exc:
         print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
         return 2
