@@ -12,6 +12,7 @@ from pathlib import Path
 from modelplane.api import ManifestError, load_manifests
 from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_START_TIMEOUT_S, duration_arg
+from modelplane.redact import outside_text
 
 # The supervisor lives outside the pure core (it starts processes); this command is its CLI.
 from sim import DEFAULT_STATE_DIR, SimError, SimFleet
@@ -68,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         for row in rows:
             state = "running" if row.running else "NOT running (" + ", ".join(
                 n for n, ok in row.processes.items() if not ok) + " down)"
-            print(f"{row.name}: {state}; {row.server}; kubeconfig {_shown(row.kubeconfig)}")
+            # sim.json is read back from disk: its text is printed as outside text.
+            print(outside_text(f"{row.name}: {state}; {row.server}; kubeconfig {_shown(row.kubeconfig)}", limit=1000))
         return 0 if all(r.running for r in rows) else 1
     except SimError as exc:
         print(f"error: {exc}", file=sys.stderr)
