@@ -33,5 +33,5 @@ MAX_KUBECONFIG_BYTES = 4 * MIB            # kubectl's own are a few KiB; embedde
 MAX_TOKEN_FILE_BYTES = 64 * KIB           # a service-account token is ~1 KiB
 MAX_PEM_FILE_BYTES = 4 * MIB              # a CA bundle (the system one is ~200 KiB)
 MAX_PLUGIN_OUTPUT_BYTES = 1 * MIB         # an ExecCredential is ~2 KiB
-MAX_ANSWER_BYTES = 32 * MIB               # one response, decompressed (a 500-node page is ~2.5 MB)
+MAX_ANSWER_BYTES = 16 * MIB               # one response, decompressed (a 500-node page is ~2.5 MB)
 MAX_CLUSTER_READ_BYTES = 256 * MIB        # every response of one cluster read together, decompressed

@@ -34,7 +34,6 @@ from .errors import BadAnswer, ConfigError, KubeError, NoAnswer
 JsonObject = dict[str, Any]
 PAGE_SIZE = 500                    # objects per list request (the API server pages with `continue`)
 MAX_CONTINUE_CHARS = 8192          # a `continue` token is ~100 characters
-_CHUNK = 65536
 _TLS_REFUSALS = ("CERTIFICATE_VERIFY_FAILED", "WRONG_VERSION_NUMBER", "certificate verify failed",
                  "hostname mismatch", "IP address mismatch")
 
@@ -54,7 +53,7 @@ class Answer:
     """An API server's answer, its body read within the bounds."""
 
     status_code: int
-    content: bytes
+    content: bytes | bytearray
     what: str                      # "GET /api/v1/nodes on https://...", for messages
 
     @property
@@ -65,7 +64,7 @@ class Answer:
         return decode(self.content, Any, self.what)
 
 
-def decode(content: bytes, shape: Any, what: str) -> Any:
+def decode(content: bytes | bytearray, shape: Any, what: str) -> Any:
     """`content` decoded as JSON of `shape` (a msgspec type); BadAnswer naming the first field
     of the wrong type, a depth past the interpreter's recursion limit, or text that is not JSON
     (NaN and Infinity are not JSON). Never quotes the content."""
@@ -169,7 +168,7 @@ class KubeClient:
                                   f"{self._outside(path, 120)}: {text}")
         return Answer(response.status_code, content, what)
 
-    def _body(self, response: httpx2.Response, what: str, deadline: float) -> bytes:
+    def _body(self, response: httpx2.Response, what: str, deadline: float) -> bytearray:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding in ("", "identity"):
             inflate = None
@@ -185,7 +184,7 @@ class KubeClient:
                      f"{what}: the answers of this cluster together exceed {MAX_CLUSTER_READ_BYTES} bytes")
         out = bytearray()
         try:
-            for chunk in response.iter_raw(_CHUNK):
+            for chunk in response.iter_raw():      # each network read as it comes: no chunker waiting for 64 KiB
                 if self.cancel is not None and self.cancel.is_set():
                     self._raise(NoAnswer, f"{what}: the read was abandoned at its deadline")
                 if time.monotonic() > deadline:
@@ -206,7 +205,7 @@ class KubeClient:
         if len(out) > limit:
             self._raise(BadAnswer, too_large)
         self.spent += len(out)
-        return bytes(out)
+        return out          # a bytearray: no second copy of a large answer (msgspec reads it as is)
 
     def _check(self, answer: Answer) -> None:
         code = answer.status_code
