@@ -107,9 +107,9 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060
 # A header that carries a credential, echoed by a server ("Authorization: Bearer ..."), in
 # HTTP, JSON or Python-repr form: its value goes, to the end of the line.
 _HEADERS = re.compile(r"(?i)(?P<name>\b(?:proxy-)?authorization|\bcookie|\bset-cookie|\bx-api-key|\bapi-key|"
-                      r"\bx-auth-token)(?P<sep>[\"']?\s*[:=]\s*)[^\r\n]*")
+                      r"\bx-auth-token)(?P<sep>[\"']?\s*+[:=]\s*+)(?!REDACTED(?:\s|$))[^\r\n]*")
 # An authentication scheme followed by its credential, anywhere.
-_SCHEMES = re.compile(r"(?i)\b(?P<scheme>bearer|basic|token)(?P<sep>\s+)[A-Za-z0-9._~+/=-]{4,}")
+_SCHEMES = re.compile(r"(?i)\b(?P<scheme>bearer|basic|negotiate)(?P<sep>\s+)[A-Za-z0-9._~+/=-]{4,}")
 # key=value or "key": "value" where the key names a credential (token, password, secret...).
 _SECRET_PAIRS = re.compile(r"(?i)(?P<key>[\"']?[\w.-]*(?:token|password|passwd|secret|api[-_]?key|credential)"
                            r"[\"']?)(?P<sep>\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&}\]]+)")
