@@ -15,6 +15,7 @@ Modes that answer (the rest of the path is the API path asked):
   redirect          302 to /capture on this server (which records what it receives)
   wrong-<shape>     one list of the wrong shape (items-dict, items-str, slice-spec-list,
                     generation-inf, claim-devices-list, owners-str, taints-dict, body-list, nan)
+  fuzz              whatever `fuzz[path]` holds (the property tests set it per example)
   podmessage        honest, with one pod of ours whose scheduling message is 2 MB of text holding
                     escapes and a forged `OK: all 4 placed` line
 Every loop is bounded in time and ends when the client goes away; the servers stop with the fixture.
@@ -83,6 +84,7 @@ class HostileServer:
 
     def __init__(self, cert: tuple[Path, Path] | None = None) -> None:
         self.objects: dict[str, Objects] = {}
+        self.fuzz: dict[str, bytes] = {}                # mode "fuzz": the body served for each API path
         self.captured: list[dict[str, str]] = []
         self.received: list[tuple[str, dict[str, str]]] = []
         self.stopping = threading.Event()
@@ -256,6 +258,8 @@ class HostileServer:
             h.send_header("Location", f"http://127.0.0.1:{self.port}/capture{path}")
             h.send_header("Content-Length", "0")
             h.end_headers()
+        elif mode == "fuzz":
+            self._send(h, 200, self.fuzz.get(path, self._list([])))
         elif mode.startswith("wrong-"):
             self._wrong(h, mode, mode.removeprefix("wrong-"), path)
         else:

@@ -53,6 +53,19 @@ def assert_clean(*texts: str) -> None:
         assert not ESCAPE.search(text), ESCAPE.search(text)
 
 
+def assert_clean_json(value: Any) -> None:
+    """Every string in a JSON value (json.dumps would hide control characters as escapes)."""
+    if isinstance(value, str):
+        assert TOKEN not in value and not ESCAPE.search(value) and "\n" not in value, repr(value[:300])
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            assert_clean_json(k)
+            assert_clean_json(v)
+    elif isinstance(value, list):
+        for v in value:
+            assert_clean_json(v)
+
+
 def replicas_per_cluster(doc: dict[str, Any]) -> Counter[str]:
     return Counter(r["cluster"] for d in doc["deployments"] for r in d["replicas"])
 
@@ -68,6 +81,7 @@ def test_19_hostile_modes_through_plan_observe(hostile: HostileFleet) -> None:
     assert run.seconds < TIMEOUT_S + 2 + STARTUP_MARGIN_S, run.seconds
     assert run.peak_mb < ALL_MODES_PEAK_MB, run.peak_mb
     doc = json.loads(run.stdout)
+    assert_clean_json(doc)
     assert {c: classify(v) for c, v in doc["capacity"].items()} == EXPECTED
     assert sorted(doc["health"]) == sorted(c for c, e in EXPECTED.items() if e == UNREACHABLE)
     notes = doc["capacity"]["impossible"].get("notes", [])
@@ -106,6 +120,7 @@ def test_19_hostile_modes_through_verify(hostile: HostileFleet, tmp_path: Any) -
             assert not any(line.startswith("OK:") for line in lines)
             if extra:
                 report = json.loads(run.stdout)
+                assert_clean_json(report)
                 assert report["ok"] is False
     finally:
         hostile.server.objects["podmessage"].pods = []
@@ -122,8 +137,7 @@ def test_19_hostile_modes_through_check(hostile: HostileFleet) -> None:
     took = time.monotonic() - start
     assert failures == [], failures
     assert outputs is not None
-    state = json.dumps(outputs)
-    assert_clean(state)
+    assert_clean_json(outputs)
     assert took < TIMEOUT_S + 2 + 5, took
     assert {c: classify(v) for c, v in outputs["capacity"].items()} == EXPECTED
     most = GPUS_PER_NODE // GPUS_PER_REPLICA
