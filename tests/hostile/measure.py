@@ -1,17 +1,26 @@
-"""Run `python -m modelplane ...` as a child and measure it: wall time and the child's own peak
-RSS (os.wait4's rusage of that one process, not of every child ever reaped)."""
+"""Run `python -m modelplane ...` as a child and measure it: wall time and its peak RSS.
+
+The peak is read by a small launcher process (RUSAGE_CHILDREN of a parent that runs nothing
+else), not by the test process itself: Linux starts a child's high-water mark at its parent's
+size at fork, so measuring from a large test process would report the test's size instead."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+PEAK_MARK = "__modelplane_peak_kib__"
+LAUNCHER = f"""
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[1:])
+sys.stderr.write("\\n{PEAK_MARK} %d\\n" % resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+sys.exit(code)
+"""
 
 
 @dataclass(frozen=True)
@@ -25,26 +34,12 @@ class Run:
 
 def run_modelplane(*args: str, timeout: float = 120.0) -> Run:
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "modelplane", *args], cwd=REPO, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    outputs: dict[str, bytes] = {}
-
-    def drain(name: str, stream: object) -> None:
-        outputs[name] = stream.read()  # type: ignore[attr-defined]
-
-    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
-               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
-    for r in readers:
-        r.start()
-    killer = threading.Timer(timeout, proc.kill)
-    killer.start()
-    try:
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        killer.cancel()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    for r in readers:
-        r.join(10)
+    proc = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, sys.executable, "-m", "modelplane", *args],
+                          cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
     seconds = time.monotonic() - start
-    return Run(proc.returncode, outputs.get("out", b"").decode(errors="replace"),
-               outputs.get("err", b"").decode(errors="replace"), seconds, usage.ru_maxrss / 1024)
+    err = proc.stderr.decode(errors="replace")
+    head, _, tail = err.rpartition(f"\n{PEAK_MARK} ")
+    peak_kib = int(tail.strip() or 0) if head or tail else 0
+    return Run(proc.returncode, proc.stdout.decode(errors="replace"), head.rstrip("\n") if head else "",
+               seconds, peak_kib / 1024)
