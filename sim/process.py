@@ -70,6 +70,11 @@ class Proc:
             return False
         if start_time(self.pid) != self.start or _state(self.pid) in (None, "Z"):
             return False
+        if self.popen is not None:
+            # Our own child: no need to ask, and right after exec the kernel may not have set up its
+            # argv yet (Popen returns once the exec closed its pipe; /proc/<pid>/cmdline reads empty
+            # until the new image's arguments are in place).
+            return True
         argv = command_line(self.pid)
         return argv is not None and argv[0] == self.argv0
 
