@@ -7,7 +7,6 @@ answer), and no mode placing more on its cluster than the class holds."""
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import Counter
 from typing import Any
@@ -16,13 +15,13 @@ import pytest
 
 from modelplane.scheduler import FleetPlacement
 from providers.placement import compute_placement
+from tests.hostile.checks import assert_clean, assert_clean_json
 from tests.hostile.conftest import (
     EXPECTED,
     GPUS_PER_NODE,
     GPUS_PER_REPLICA,
     NOT_READ,
     OBSERVED,
-    TOKEN,
     UNREACHABLE,
     HostileFleet,
 )
@@ -37,7 +36,6 @@ TIMEOUT_S = 2.0
 # acceptance bound (timeout + 2 s), which benchmarks/observe_hostile.py measures per mode.
 STARTUP_MARGIN_S = 15.0
 ALL_MODES_PEAK_MB = 400.0          # every mode at once; one mode at a time stays under 200 (the benchmark)
-ESCAPE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def classify(capacity: dict[str, Any]) -> str:
@@ -46,24 +44,8 @@ def classify(capacity: dict[str, Any]) -> str:
     return UNREACHABLE if capacity["reason"].startswith("unreachable") else NOT_READ
 
 
-def assert_clean(*texts: str) -> None:
-    for text in texts:
-        assert TOKEN not in text
-        assert "Traceback" not in text
-        assert not ESCAPE.search(text), ESCAPE.search(text)
 
 
-def assert_clean_json(value: Any) -> None:
-    """Every string in a JSON value (json.dumps would hide control characters as escapes)."""
-    if isinstance(value, str):
-        assert TOKEN not in value and not ESCAPE.search(value) and "\n" not in value, repr(value[:300])
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            assert_clean_json(k)
-            assert_clean_json(v)
-    elif isinstance(value, list):
-        for v in value:
-            assert_clean_json(v)
 
 
 def replicas_per_cluster(doc: dict[str, Any]) -> Counter[str]:

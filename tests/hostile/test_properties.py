@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import resource
 import sys
 import time
@@ -21,12 +20,12 @@ from hypothesis import strategies as st
 
 from modelplane.observe.read import ClusterRead, read_cluster
 from providers.placement import compute_placement
+from tests.hostile.checks import assert_clean, assert_clean_json
 from tests.hostile.conftest import GPUS_PER_NODE, GPUS_PER_REPLICA, TOKEN, HostileFleet
 from tests.unit.observe.test_hardening import run
 
 pytestmark = pytest.mark.integration
 
-CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 SLOW = settings(max_examples=40, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -79,24 +78,8 @@ def kubeconfigs(server: str, files: list[str]) -> st.SearchStrategy[Any]:
     return st.one_of(doc, JSONISH)
 
 
-def assert_clean(*texts: str) -> None:
-    for text in texts:
-        assert TOKEN not in text, text[:500]
-        assert "Traceback" not in text
-        assert not CONTROL.search(text), repr(text[:500])
 
 
-def assert_clean_json(value: Any) -> None:
-    """Every string in a JSON value (json.dumps would hide control characters as escapes)."""
-    if isinstance(value, str):
-        assert TOKEN not in value and not CONTROL.search(value) and "\n" not in value, repr(value[:500])
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            assert_clean_json(k)
-            assert_clean_json(v)
-    elif isinstance(value, list):
-        for v in value:
-            assert_clean_json(v)
 
 
 def test_19_generated_kubeconfigs_never_leak_a_credential_or_raise(hostile: HostileFleet, tmp_path: Path) -> None:

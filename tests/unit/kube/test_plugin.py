@@ -53,9 +53,12 @@ def test_19_2_plugin_output_and_stderr_are_never_printed(tmp_path: Path) -> None
 def test_19_5_a_plugin_flooding_stdout_is_stopped(tmp_path: Path) -> None:
     flood = "import sys\nwhile True: sys.stdout.write('x' * 65536)"
     start = time.monotonic()
+    path = write(tmp_path / "k", document(user=plugin("-c", flood)))
     with pytest.raises(ConfigError, match=r"printed more than 1048576 bytes; it was stopped"):
-        load_kubeconfig(write(tmp_path / "k", document(user=plugin("-c", flood))), timeout=10)
+        load_kubeconfig(path, timeout=10)
     assert time.monotonic() - start < 5
+    found = read_clusters({"c": path}, timeout=5)["c"]           # a client-side failure, not an outage
+    assert isinstance(found, NotRead) and "printed more than" in found.reason
 
 
 def _alive(pid: int) -> bool:
