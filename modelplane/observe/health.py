@@ -25,7 +25,7 @@ from modelplane.durations import MAX_GRACE_S, seconds
 from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement, Outage
 
-from .read import NotRead, Reading, Unreachable
+from .read import MAX_REASON, NotRead, Reading, Unreachable
 from .verify import Verification
 
 UNREACHABLE = "Unreachable"
@@ -89,7 +89,7 @@ class ClusterHealth:
             raise ValueError(f"{at}since must be epoch seconds from 0 to {MAX_EPOCH_S} (a time a clock gives)")
         if not isinstance(reason, str):
             raise ValueError(f"{at}reason must be text")
-        return cls(str(condition), int(since), outside_text(reason))
+        return cls(str(condition), int(since), outside_text(reason, limit=MAX_REASON))
 
 
 Health = dict[str, ClusterHealth]
@@ -127,7 +127,7 @@ def assess(previous: Mapping[str, ClusterHealth], readings: Mapping[str, Reading
                 out[name] = previous[name]              # nothing learned: the record stands
             continue
         if isinstance(reading, Unreachable):
-            condition, reason = UNREACHABLE, outside_text(reading.reason)
+            condition, reason = UNREACHABLE, outside_text(reading.reason, limit=MAX_REASON)
         elif placed.get(name) and not ready.get(name):
             condition, reason = UNREADY, f"none of its {placed[name]} replica(s) is ready"
         else:

@@ -11,6 +11,7 @@ from modelplane.redact import outside_text
 
 from .capacity import DECLARED, FleetCapacity, PoolCapacity
 from .health import ClusterHealth
+from .read import MAX_REASON
 from .verify import Verification
 
 
@@ -39,14 +40,14 @@ def capacity_lines(capacity: FleetCapacity, health: Mapping[str, ClusterHealth] 
     out = ["capacity:"]
     for name, cluster in sorted(capacity.clusters.items()):
         if cluster.source == DECLARED:
-            out.append(f"  {name}: declared ({outside_text(cluster.reason)})")
+            out.append(f"  {name}: declared ({outside_text(cluster.reason, limit=MAX_REASON + 40)})")
         else:
             out.append(f"  {name}: observed")
             out += [f"    {_pool(p, c)}" for p, c in sorted(cluster.pools.items())]
             out += [f"    note: {outside_text(n)}" for n in cluster.notes]
         h = (health or {}).get(name)
         if h is not None:
-            out.append(f"    health: {h.condition} since {_when(h.since)}: {outside_text(h.reason)}")
+            out.append(f"    health: {h.condition} since {_when(h.since)}: {outside_text(h.reason, limit=MAX_REASON)}")
     return out
 
 

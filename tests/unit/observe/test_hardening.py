@@ -138,3 +138,12 @@ def test_19_16_pod_messages_are_capped_stripped_and_cannot_forge_a_verdict() -> 
 def test_19_outside_text_masks_credentials_and_strips_control_characters(text: str, shown: str) -> None:
     assert outside_text(text).startswith(shown), outside_text(text)
     assert outside_text(outside_text(text)) == outside_text(text)
+
+
+def test_a_health_record_read_back_is_the_record_written() -> None:
+    """What check() stores it reads back unchanged (an unchanged fleet previews no change),
+    however long the reason a read gave."""
+    from modelplane.observe.health import health_to_json
+    reason = "the API server at https://127.0.0.1:1 did not answer GET /api/v1/nodes: " + "x" * 1000
+    health = assess({}, {"a": Unreachable("a", outside_text(reason, limit=400))}, verify_empty(), None, 5.0)
+    assert health_from_json(health_to_json(health)) == health
