@@ -148,7 +148,8 @@ class KubeClient:
         what = f"{method} {self._outside(path, 120)} on {self.server}"
         left = deadline - time.monotonic()
         if left <= 0:
-            self._raise(NoAnswer, f"the API server at {self.server} did not answer {method} {path} in time")
+            self._raise(NoAnswer, f"the API server at {self.server} did not answer {method} "
+                                  f"{self._outside(path, 120)} in time")
         try:
             request = self.http.build_request(method, path, json=body, params=params, timeout=httpx2.Timeout(left))
             response = self.http.send(request, stream=True)
