@@ -12,6 +12,7 @@ import pulumi
 
 from components.args import ClusterAccess, ObserveArgs
 from modelplane.api import Fleet
+from modelplane.durations import MAX_GRACE_S, MAX_READ_TIMEOUT_S, MAX_WAIT_S, seconds
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.observe.capacity import FleetCapacity
 from modelplane.observe.health import FailoverSettings, health_from_json
@@ -37,10 +38,12 @@ def observe_args(value: Any) -> ObserveArgs | None:
         return None
     if not isinstance(value, Mapping) or set(value) - set(OBSERVE_KEYS):
         raise ValueError(f"modelplane:observe must be true, false or a block of {', '.join(OBSERVE_KEYS)}")
-    try:
-        given = {field: float(value[key]) for key, field in OBSERVE_KEYS.items() if value.get(key) is not None}
-    except (TypeError, ValueError):
-        raise ValueError(f"modelplane:observe: {', '.join(OBSERVE_KEYS)} are numbers of seconds") from None
+    # Each a finite number of seconds within its bound (modelplane.durations): NaN would mean
+    # "never evacuated", inf a verification that never ends.
+    bounds = {"timeoutSeconds": (MAX_READ_TIMEOUT_S, False), "unreachableGraceSeconds": (MAX_GRACE_S, True),
+              "unreadyGraceSeconds": (MAX_GRACE_S, True), "verifyWaitSeconds": (MAX_WAIT_S, True)}
+    given = {field: seconds(value[key], f"modelplane:observe.{key}", maximum=bounds[key][0], allow_zero=bounds[key][1])
+             for key, field in OBSERVE_KEYS.items() if value.get(key) is not None}
     return ObserveArgs(**given)
 
 

@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -32,14 +33,14 @@ from typing import Any, Protocol, TextIO
 from pulumi import automation as auto
 
 from driver.processes import TrackedPulumiCommand
+from modelplane.durations import MAX_INTERVAL_S, DurationError, parse_duration
 from modelplane.observe import HEALTH_KEY
 from modelplane.observe.health import UNREACHABLE
+from modelplane.redact import outside_text
 
 LOCK_DIR = Path(".modelplane") / "reconcile"
 VERIFICATION_OUTPUT = "verification"
 OBSERVATION_OUTPUT = "observation"
-_INTERVAL = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 
 class ReconcileError(Exception):
@@ -47,14 +48,11 @@ class ReconcileError(Exception):
 
 
 def parse_interval(text: str) -> float:
-    """`60s`, `2m`, `1h`, `500ms` or plain seconds -> seconds (> 0)."""
-    match = _INTERVAL.match(text)
-    if not match:
-        raise ReconcileError(f"--interval {text!r}: expected a duration such as 60s, 2m or 1h")
-    seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if seconds <= 0:
-        raise ReconcileError(f"--interval {text!r}: must be longer than 0")
-    return seconds
+    """`60s`, `2m`, `1h`, `500ms` or plain seconds -> seconds (> 0, at most MAX_INTERVAL_S)."""
+    try:
+        return parse_duration(text, "--interval", maximum=MAX_INTERVAL_S)
+    except DurationError as exc:
+        raise ReconcileError(str(exc)) from None
 
 
 class StackOps(Protocol):
@@ -170,17 +168,26 @@ class Reconciler:
 
 
 @contextlib.contextmanager
-def exclusive(lock: Path, stack: str) -> Iterator[None]:
-    """Hold `lock` for the loop's life; ReconcileError when another process holds it."""
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+def exclusive(lock: Path, stack: str, root: Path | None = None) -> Iterator[None]:
+    """Hold `lock` for the loop's life; ReconcileError when another process holds it. The lock
+    is never reached through a symlink (a symlink planted there would have its target
+    truncated): its directories below `root` (created if missing; `root` itself never is) and
+    the file itself must be real, and the file a regular one."""
+    _lock_directories(lock.parent, root)
     try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        why = "it is a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise ReconcileError(f"cannot use the lock file {lock}: {why}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ReconcileError(f"cannot use the lock file {lock}: it is not a regular file")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            holder = outside_text(os.pread(fd, 32, 0).decode(errors="replace"), limit=32) or "unknown"
             raise ReconcileError(f"another reconcile loop runs for stack {stack} (pid {holder}, lock {lock}); "
                                  "stop it first (SIGTERM)") from None
         os.ftruncate(fd, 0)
@@ -188,6 +195,47 @@ def exclusive(lock: Path, stack: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)                        # closing the descriptor releases the lock
+
+
+def _lock_directories(directory: Path, root: Path | None) -> None:
+    """Make `directory` (below `root`, which must exist) without following a symlink."""
+    if root is not None:
+        if not root.is_dir():
+            raise ReconcileError(f"the project directory {root} does not exist (--cwd); it is not created")
+        try:
+            parts = directory.relative_to(root).parts
+        except ValueError:
+            raise ReconcileError(f"the lock directory {directory} is outside the project {root}") from None
+        base = root
+    else:
+        parts, base = directory.parts, Path(directory.anchor or ".")
+        parts = parts[1:] if directory.anchor else parts
+    for part in parts:
+        base = base / part
+        try:
+            os.mkdir(base, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise ReconcileError(f"cannot create the lock directory {base}: {exc.strerror or exc}") from None
+        if root is not None and (base.is_symlink() or not base.is_dir()):
+            raise ReconcileError(f"the lock directory {base} is a symlink or not a directory; remove it")
+
+
+# Pulumi's own rule for stack and project names (pkg/backend/diy: stackNameAndProjectRegexp), each
+# part of `[organization/[project/]]stack`.
+_STACK_PART = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+
+
+def check_stack_name(stack: str) -> str:
+    """`stack` when Pulumi would accept it as a stack name (`name`, `project/name` or
+    `organization/project/name`, each part of letters, digits, `-`, `_` and `.`); ReconcileError
+    otherwise. A name made only of dots is refused too: it would name a directory."""
+    parts = stack.split("/")
+    if not 1 <= len(parts) <= 3 or not all(_STACK_PART.fullmatch(p) and p.strip(".") for p in parts):
+        raise ReconcileError(f"--stack {stack[:120]!r}: a stack name may only contain letters, digits, hyphens, "
+                             "underscores or periods (optionally as organization/project/name)")
+    return stack
 
 
 class AutomationOps:
@@ -237,4 +285,5 @@ def unreachable(outputs: Mapping[str, auto.OutputValue]) -> list[str]:
 
 
 def lock_path(project: Path, stack: str) -> Path:
-    return project / LOCK_DIR / f"{stack}.lock"
+    """The stack's lock file in the project (its name checked: no path ever leaves LOCK_DIR)."""
+    return project / LOCK_DIR / f"{check_stack_name(stack).replace('/', '+')}.lock"

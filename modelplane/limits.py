@@ -33,3 +33,12 @@ MAX_METRICS_LINE_CHARS = 16 * 1024
 MAX_METRICS_SAMPLES = 50_000
 # A `plan --metrics` file: deployments it may name (each with at most the four metric types).
 MAX_METRICS_FILE_DEPLOYMENTS = 10_000
+# Kubernetes clients (modelplane/kube): what one cluster read may cost, whatever the
+# kubeconfig or the API server does.
+KIB = 1024
+MAX_KUBECONFIG_BYTES = 4 * MIB            # kubectl's own are a few KiB; embedded CA bundles ~200 KiB
+MAX_TOKEN_FILE_BYTES = 64 * KIB           # a service-account token is ~1 KiB
+MAX_PEM_FILE_BYTES = 4 * MIB              # a CA bundle (the system one is ~200 KiB)
+MAX_PLUGIN_OUTPUT_BYTES = 1 * MIB         # an ExecCredential is ~2 KiB
+MAX_ANSWER_BYTES = 16 * MIB               # one response, decompressed (a 500-node page is ~2.5 MB)
+MAX_CLUSTER_READ_BYTES = 256 * MIB        # every response of one cluster read together, decompressed

@@ -89,3 +89,59 @@ def redact_url(url: str) -> str:
         key, eq, _ = item.partition("=")
         parts.append(f"{key}={REDACTED}" if eq and _flat(key) in _URL_SECRET_KEYS else item)
     return head + sep + "&".join(parts) + hash_sep + fragment
+
+
+# ---------------------------------------------------------------- the outside-text boundary
+#
+# Everything that came from outside the program (an API server's body or error, a pod's
+# message, a credential plugin's output, a kubeconfig value, a health record read back from
+# a file or the state) passes through `outside_text` before it is printed or stored: what a
+# terminal would interpret is removed, the length is capped, and credentials are masked.
+
+MAX_OUTSIDE_TEXT = 300           # characters of outside text in one message
+# Terminal escape sequences (CSI ... final byte, OSC ... BEL/ST, and two-byte ESC X): removed whole.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+# C0 and C1 control characters, DEL, line and paragraph separators, and the invisible
+# formatting characters that reorder or hide text (bidi overrides, zero-width characters).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]+")
+# A header that carries a credential, echoed by a server ("Authorization: Bearer ..."), in
+# HTTP, JSON or Python-repr form: its value goes, to the end of the line.
+_HEADERS = re.compile(r"(?i)(?P<name>\b(?:proxy-)?authorization|\bcookie|\bset-cookie|\bx-api-key|\bapi-key|"
+                      r"\bx-auth-token)(?P<sep>[\"']?\s*+[:=]\s*+)(?!REDACTED(?:\s|$))[^\r\n]*")
+# An authentication scheme followed by its credential, anywhere.
+_SCHEMES = re.compile(r"(?i)\b(?P<scheme>bearer|basic|negotiate)(?P<sep>\s+)[A-Za-z0-9._~+/=-]{4,}")
+# key=value or "key": "value" where the key names a credential (token, password, secret...).
+_SECRET_PAIRS = re.compile(r"(?i)(?P<key>[\"']?[\w.-]*(?:token|password|passwd|secret|api[-_]?key|credential)"
+                           r"[\"']?)(?P<sep>\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&}\]]+)")
+_BLANKS = re.compile(r"\s{2,}")
+
+
+def outside_text(value: object, limit: int = MAX_OUTSIDE_TEXT, secrets: Sequence[str] = ()) -> str:
+    """`value` (text from outside) as it may be printed or stored: `secrets` (credentials we
+    hold, e.g. the token we sent) and every header or field that carries a credential
+    masked, URL user-info removed, control characters and terminal escapes stripped, runs
+    of blanks collapsed, and at most `limit` characters (cut with an ellipsis). Never raises;
+    idempotent."""
+    text = value if isinstance(value, str) else _text_of(value)
+    text = text[:limit * 8 + 64]                 # bound the work before any pattern runs
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, REDACTED)
+    text = _HEADERS.sub(lambda m: f"{m.group('name')}{m.group('sep')}{REDACTED}", text)
+    text = _SCHEMES.sub(lambda m: f"{m.group('scheme')}{m.group('sep')}{REDACTED}", text)
+    text = _SECRET_PAIRS.sub(lambda m: m.group("key") + m.group("sep") + REDACTED, text)
+    text = _USERINFO.sub(lambda m: m.group("scheme"), text)
+    text = _HF_TOKEN.sub(REDACTED, text)
+    text = _ESCAPES.sub("", text)
+    text = _CONTROL.sub(" ", text)
+    text = _BLANKS.sub(" ", text).strip()
+    if len(text) > limit:
+        text = text[:max(limit - 1, 0)].rstrip() + "…"
+    return text
+
+
+def _text_of(value: object) -> str:
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - any object's __str__ may fail; the boundary never raises
+        return f"<{type(value).__name__}>"

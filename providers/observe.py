@@ -29,20 +29,21 @@ def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, An
     """(placement, capacity and health outputs; failures) for one check()."""
     # Deferred, like compute_placement's: importing the provider module stays cheap
     # (tests/pulumi/test_placement_provider.py).
+    from modelplane.durations import MAX_READ_TIMEOUT_S, seconds
     from modelplane.observe.health import FailoverSettings, health_from_json, health_to_json
     from modelplane.observe.place import place_observed
     from modelplane.observe.read import read_clusters
+    from modelplane.redact import outside_text
     from modelplane.scheduler import PlacementFormatError
 
     try:
         settings = FailoverSettings.from_json(block)
-        timeout = float(block.get("timeoutSeconds", DEFAULT_READ_TIMEOUT_S))
-        if timeout <= 0:
-            raise ValueError("observe.timeoutSeconds must be > 0")
+        timeout = seconds(block.get("timeoutSeconds", DEFAULT_READ_TIMEOUT_S), "observe.timeoutSeconds",
+                          maximum=MAX_READ_TIMEOUT_S)
         kubeconfigs = {str(c): str(p) for c, p in (block.get("kubeconfigs") or {}).items()}
         contexts = {str(c): str(n) for c, n in (block.get("contexts") or {}).items()}
     except (TypeError, ValueError, AttributeError) as exc:
-        return {}, [CheckFailure(OBSERVE_KEY, f"invalid observe settings: {exc}")]
+        return {}, [CheckFailure(OBSERVE_KEY, f"invalid observe settings: {outside_text(exc)}")]
     try:
         health = health_from_json(olds.get(HEALTH_KEY))
     except (TypeError, ValueError, AttributeError):
@@ -54,5 +55,8 @@ def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, An
     except PlacementFormatError as exc:
         return {}, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
                                  "fix or remove it before placing again")]
+    except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
+        return {}, [CheckFailure(OBSERVE_KEY, "observing the clusters failed unexpectedly "
+                                 f"({type(exc).__name__}: {outside_text(exc)}); this is a bug, please report it")]
     return {"placement": plan.placement, CAPACITY_KEY: plan.capacity.to_json(),
             HEALTH_KEY: health_to_json(plan.health)}, []

@@ -42,11 +42,10 @@ from modelplane.plan import ControlPlane, PlanError, control_plane_cluster
 from .cluster import LOOPBACK, PORT_ROLES, ClusterPorts, SimCluster
 from .errors import SimError
 from .process import Proc, stop
+from .state import MARKER, STATE_FILE, check_directory, is_ours, read_state
 from .tools import BUILD_HINT, SimTools, find_tools
 
 DEFAULT_STATE_DIR = ".modelplane/sim"  # relative to the working directory (the CLI's and the sim stack's)
-MARKER = ".modelplane-sim"
-STATE_FILE = "sim.json"
 DEFAULT_TIMEOUT_S = 120.0
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -160,7 +159,8 @@ class SimFleet:
 
     def __init__(self, state_dir: str | Path, *, timeout: float = DEFAULT_TIMEOUT_S,
                  first_port: int | None = None, tools: SimTools | None = None) -> None:
-        self.state_dir = Path(state_dir).resolve()
+        # absolute, not resolved: a symlinked --state-dir is refused (sim.state), never followed
+        self.state_dir = Path(os.path.abspath(Path(state_dir).expanduser()))
         self.timeout = timeout
         self.first_port = first_port
         self._tools = tools
@@ -174,14 +174,7 @@ class SimFleet:
         return self.state_dir / STATE_FILE
 
     def _read_state(self) -> dict[str, Any] | None:
-        try:
-            state: dict[str, Any] = json.loads(self.state_file.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as exc:
-            raise SimError(f"{self.state_file} is unreadable ({exc}); remove the directory {self.state_dir} "
-                           "after checking that no sim process still runs") from None
-        return state
+        return read_state(self.state_dir)
 
     def _write_state(self) -> None:
         self._state["clusters"] = {c.name: c.summary() for c in self._clusters}
@@ -205,9 +198,9 @@ class SimFleet:
             raise SimError(f"{self.state_dir} holds a stale sim state (its processes are gone, e.g. after a "
                            f"reboot or a kill -9); clear it with `python -m modelplane sim down --state-dir "
                            f"{self.state_dir}` and run `sim up` again")
-        if self.state_dir.exists():
+        if check_directory(self.state_dir):
             entries = [e for e in self.state_dir.iterdir() if e.name != MARKER]
-            if entries and not (self.state_dir / MARKER).exists():
+            if entries and not is_ours(self.state_dir):
                 raise SimError(f"state directory {self.state_dir} is not empty and is not a sim state directory; "
                                "choose a new or empty --state-dir")
             for entry in entries:  # leftovers (logs) of an earlier failed start
@@ -312,12 +305,13 @@ class SimFleet:
         """Stop every recorded process and remove the state directory; returns the cluster names.
         A stale directory (processes already gone) is cleared the same way."""
         state = self._read_state()
-        if state is None:
-            if (self.state_dir / MARKER).exists():
+        if state is None or not is_ours(self.state_dir):
+            if state is None and is_ours(self.state_dir):
                 shutil.rmtree(self.state_dir, ignore_errors=True)
                 return []
-            raise SimError(f"no simulated clusters are recorded in {self.state_dir} (no {STATE_FILE}); "
-                           "nothing to stop. Pass the --state-dir that `sim up` used")
+            raise SimError(f"no simulated clusters are recorded in {self.state_dir} (no {STATE_FILE} next to the "
+                           f"{MARKER} marker `sim up` writes); nothing was stopped or removed. Pass the --state-dir "
+                           "that `sim up` used")
         recorded = self._recorded(state)
         own = {(p.pid, p.start): p for c in self._clusters for p in c.procs}
         procs = [own.get((p.pid, p.start), p) for _, p in recorded]

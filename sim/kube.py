@@ -8,6 +8,8 @@ from typing import Any
 
 from modelplane.kube import JsonObject as JsonObject  # re-exported: sim.cluster uses it
 from modelplane.kube import KubeClient as CoreKubeClient
+from modelplane.kube import KubeError
+from modelplane.redact import outside_text
 
 from .errors import SimError
 
@@ -43,8 +45,13 @@ class KubeClient(CoreKubeClient):
             return self.get(f"{path}/{meta.get('name')}")
         if resp.status_code not in (200, 201):
             raise SimError(f"creating {obj['kind']} {meta.get('name')} on {self.server} failed: "
-                           f"HTTP {resp.status_code} {resp.text[:500]}")
-        created: JsonObject = resp.json()
+                           f"HTTP {resp.status_code} {outside_text(resp.text, limit=500)}")
+        try:
+            created = resp.json()
+        except KubeError as exc:
+            raise SimError(str(exc)) from None
+        if not isinstance(created, dict):
+            raise SimError(f"creating {obj['kind']} {meta.get('name')} on {self.server}: the answer is not an object")
         return created
 
     def wait(self, what: str, check: Any, timeout: float, interval: float = 0.2) -> Any:

@@ -26,6 +26,15 @@ def start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
+def command_line(pid: int) -> list[str] | None:
+    """The process's argv as the kernel records it (/proc/<pid>/cmdline), or None."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] or None
+
+
 def _state(pid: int) -> str | None:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
@@ -52,10 +61,22 @@ class Proc:
         return cls(str(rec["name"]), int(rec["pid"]), str(rec["start"]), str(rec["log"]), str(rec["argv0"]))
 
     def alive(self) -> bool:
-        """Still this very process (same pid and start time) and not a zombie."""
+        """Still this very process and not a zombie: the same pid, start time and command (its
+        recorded argv[0]), so a record from a damaged or forged sim.json, or a pid reused by
+        another program, is never signalled."""
         if self.popen is not None and self.popen.poll() is not None:
             return False
-        return start_time(self.pid) == self.start and _state(self.pid) not in (None, "Z")
+        if self.pid <= 1 or self.pid == os.getpid():
+            return False
+        if start_time(self.pid) != self.start or _state(self.pid) in (None, "Z"):
+            return False
+        if self.popen is not None:
+            # Our own child: no need to ask, and right after exec the kernel may not have set up its
+            # argv yet (Popen returns once the exec closed its pipe; /proc/<pid>/cmdline reads empty
+            # until the new image's arguments are in place).
+            return True
+        argv = command_line(self.pid)
+        return argv is not None and argv[0] == self.argv0
 
     def exit_code(self) -> int | None:
         return self.popen.poll() if self.popen is not None else None
@@ -126,9 +147,15 @@ def _reap(procs: list[Proc]) -> None:
 
 
 def _signal_group(p: Proc, sig: signal.Signals) -> None:
+    if not p.alive():
+        return                               # checked again right before each signal
     try:
-        # Each process leads its own session and group (start_new_session), so pgid == pid.
-        os.killpg(p.pid, sig)
+        # Each process leads its own session and group (start_new_session), so pgid == pid;
+        # one that no longer leads its group gets the signal alone.
+        if os.getpgid(p.pid) == p.pid:
+            os.killpg(p.pid, sig)
+        else:
+            os.kill(p.pid, sig)
     except ProcessLookupError:
         pass
     except PermissionError:

@@ -11,6 +11,7 @@ import time
 from modelplane.api import Fleet, ManifestError, load_manifests
 from modelplane.commands.inputs import read_json, read_metrics, read_observed, read_previous
 from modelplane.commands.parsers import Subparsers
+from modelplane.durations import MAX_READ_TIMEOUT_S, duration_arg
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, PlacementFormatError, place_fleet
 from modelplane.scheduler.report import format_table
@@ -36,12 +37,14 @@ def add_parser(subparsers: Subparsers) -> None:
                    help="read every cluster that has a kubeconfig here (<cluster>/kubeconfig, "
                         "<cluster>.yaml, ...; a sim state directory works) and place against what is "
                         "really free; other clusters keep their declared sizes (docs/observe.md)")
-    p.add_argument("--observe-timeout", metavar="SECONDS", type=float, default=DEFAULT_READ_TIMEOUT_S,
-                   help=f"time each cluster gets to answer (default {DEFAULT_READ_TIMEOUT_S:g})")
     p.add_argument("--metrics", metavar="FILE",
                    help='what the ReplicaAutoscalers would do at these numbers: JSON {"<namespace>/<deployment>": '
                         '{"<metric type>": <average per ready replica>}}; a first decision, placed by the '
                         "scheduler (docs/autoscaling.md)")
+    p.add_argument("--observe-timeout", metavar="SECONDS", default=DEFAULT_READ_TIMEOUT_S,
+                   type=duration_arg("--observe-timeout", MAX_READ_TIMEOUT_S),
+                   help=f"time each cluster gets to answer, at most {MAX_READ_TIMEOUT_S:g} "
+                        f"(default {DEFAULT_READ_TIMEOUT_S:g})")
     p.add_argument("--json", action="store_true",
                    help="print the placement as compact JSON (the --previous schema; pipe it through "
                         "`python -m json.tool` to read it)")
@@ -87,8 +90,6 @@ def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
 
     previous = read_json(args.previous, "previous placement") if args.previous else None
     observed = read_observed(args.observed) if args.observed else None
-    if args.observe_timeout <= 0:
-        raise ValueError("--observe-timeout must be > 0 seconds")
     kubeconfigs = kubeconfigs_in(args.observe, fleet.clusters)
     try:
         health = health_from_json(previous.get(HEALTH_KEY)) if isinstance(previous, dict) else {}

@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     project = Path(args.cwd)
     try:
         interval = parse_interval(args.interval)
-        with exclusive(lock_path(project, args.stack), args.stack):
+        if not project.is_dir():
+            raise ReconcileError(f"--cwd {args.cwd}: no such directory (the Pulumi project); it is not created")
+        with exclusive(lock_path(project, args.stack), args.stack, root=project):
             ops = AutomationOps(project, args.stack)
             loop = Reconciler(args.stack, ops, interval, sys.stdout)
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from modelplane.api import ManifestError, load_manifests
 from modelplane.commands.parsers import Subparsers
+from modelplane.durations import MAX_START_TIMEOUT_S, duration_arg
+from modelplane.redact import outside_text
 
 # The supervisor lives outside the pure core (it starts processes); this command is its CLI.
 from sim import DEFAULT_STATE_DIR, SimError, SimFleet
@@ -27,8 +29,9 @@ def add_parser(subparsers: Subparsers) -> None:
                    help="manifest file or directory (needed by `up`)")
     p.add_argument("--state-dir", default=DEFAULT_STATE_DIR, metavar="DIR",
                    help=f"where the clusters keep their data, kubeconfigs and logs (default: {DEFAULT_STATE_DIR})")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS",
-                   help="how long each start-up phase may take before `up` gives up (default: 120)")
+    p.add_argument("--timeout", type=duration_arg("--timeout", MAX_START_TIMEOUT_S), default=120.0, metavar="SECONDS",
+                   help=f"how long each start-up phase may take before `up` gives up, at most {MAX_START_TIMEOUT_S:g} "
+                        "(default: 120)")
     p.add_argument("--first-port", type=int, metavar="PORT",
                    help="use consecutive ports from PORT (7 per cluster) instead of free ones the kernel picks")
     p.set_defaults(func=run)
@@ -41,8 +44,8 @@ def run(args: argparse.Namespace) -> int:
             if not args.manifests:
                 print("error: `sim up` needs MANIFEST_DIR (e.g. examples/kind)", file=sys.stderr)
                 return 2
-            if args.timeout <= 0 or (args.first_port is not None and not 1024 <= args.first_port <= 65535):
-                print("error: --timeout must be positive and --first-port within 1024..65535", file=sys.stderr)
+            if args.first_port is not None and not 1024 <= args.first_port <= 65535:
+                print("error: --first-port must be within 1024..65535", file=sys.stderr)
                 return 2
             try:
                 fleet = load_manifests(args.manifests)
@@ -66,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
         for row in rows:
             state = "running" if row.running else "NOT running (" + ", ".join(
                 n for n, ok in row.processes.items() if not ok) + " down)"
-            print(f"{row.name}: {state}; {row.server}; kubeconfig {_shown(row.kubeconfig)}")
+            # sim.json is read back from disk: its text is printed as outside text.
+            print(outside_text(f"{row.name}: {state}; {row.server}; kubeconfig {_shown(row.kubeconfig)}", limit=1000))
         return 0 if all(r.running for r in rows) else 1
     except SimError as exc:
         print(f"error: {exc}", file=sys.stderr)

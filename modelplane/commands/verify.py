@@ -15,6 +15,7 @@ from typing import Any
 
 from modelplane.api import ManifestError, load_manifests
 from modelplane.commands.inputs import read_json
+from modelplane.durations import MAX_READ_TIMEOUT_S, MAX_WAIT_S, duration_arg
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.observe.read import kubeconfigs_in, read_clusters
 from modelplane.observe.report import format_verification
@@ -35,10 +36,13 @@ def add_parser(subparsers: Any) -> None:
                    help="the placement to verify: `plan --json` output or `pulumi stack output placement --json`")
     p.add_argument("--observe", metavar="KUBECONFIG_DIR", required=True,
                    help="one kubeconfig per cluster (<cluster>/kubeconfig, <cluster>.yaml, ...; a sim state dir)")
-    p.add_argument("--timeout", metavar="SECONDS", type=float, default=DEFAULT_READ_TIMEOUT_S,
-                   help=f"time each cluster gets to answer one read (default {DEFAULT_READ_TIMEOUT_S:g})")
-    p.add_argument("--wait", metavar="SECONDS", type=float, default=0.0,
-                   help="keep reading until every replica verifies or this many seconds passed (default 0: once)")
+    p.add_argument("--timeout", metavar="SECONDS", default=DEFAULT_READ_TIMEOUT_S,
+                   type=duration_arg("--timeout", MAX_READ_TIMEOUT_S),
+                   help=f"time each cluster gets to answer one read, at most {MAX_READ_TIMEOUT_S:g} "
+                        f"(default {DEFAULT_READ_TIMEOUT_S:g})")
+    p.add_argument("--wait", metavar="SECONDS", default=0.0, type=duration_arg("--wait", MAX_WAIT_S, allow_zero=True),
+                   help="keep reading until every replica verifies or this many seconds passed, at most "
+                        f"{MAX_WAIT_S:g} (default 0: once)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=run)
 
@@ -47,8 +51,6 @@ def run(args: argparse.Namespace) -> int:
     try:
         fleet = load_manifests(args.manifests)
         placement = FleetPlacement.from_json(read_json(args.placement, "placement"))
-        if args.timeout <= 0 or args.wait < 0:
-            raise ValueError("--timeout must be > 0 and --wait >= 0 seconds")
         kubeconfigs = kubeconfigs_in(args.observe, fleet.clusters)
     except ManifestError as exc:
         print(f"error: invalid manifests:\n{exc}", file=sys.stderr)

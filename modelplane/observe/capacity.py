@@ -17,6 +17,9 @@ into a `FleetCapacity`; `.observed()` is the scheduler's `observed` input. Rules
 * NotReady or with an untolerated NoExecute taint, or gone: nothing;
 * DRA device kinds of one driver share its devices in class order (the last kind takes what
   is left); Synthetic kinds are not published, so they count as declared;
+* a node counts at most the devices its class declares per node for each driver (a
+  ResourceSlice publishing 100,000 GPUs on a node of an 8-GPU class counts 8, with a note),
+  and a device several claims name is held once;
 * a pool without any node falls back to its declared size on sources whose pools the program
   creates (Kind, EKS, GKE: it may not exist yet) and is empty elsewhere (nobody labelled it);
 * an unreachable cluster, or one not observed, keeps its declared sizes, and says why.
@@ -33,13 +36,17 @@ from typing import Any
 from modelplane.api import Fleet
 from modelplane.api.inference_class import InferenceClass
 from modelplane.api.inference_cluster import InferenceCluster
+from modelplane.kube import JsonObject
+from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement, ObservedPool
 from modelplane.vocabulary import LABEL_POOL, PROVISIONED_SOURCES
 
 from .objects import (
     DOWN,
     DRAINING,
+    DeviceId,
     ReplicaKey,
+    SliceDevice,
     claim_devices,
     claim_owner_pod,
     meta,
@@ -176,25 +183,51 @@ def _per_node(counts: Iterable[tuple[str, str]]) -> dict[str, Counter[str]]:
     return out
 
 
-def cluster_capacity(fleet: Fleet, name: str, reading: ClusterRead, charged: set[ReplicaKey]) -> ClusterCapacity:
-    cluster: InferenceCluster = fleet.clusters[name]
-    devices = published_devices(reading.slices)
-    pods = {(str(meta(p).get("namespace") or ""), name_of(p)): pod_replica(p) for p in reading.pods}
-    ours: list[tuple[str, str]] = []
-    others: list[tuple[str, str]] = []
-    strays: list[tuple[str, str]] = []          # also in `others`: pods of ours the plan does not charge
-    for claim in reading.claims:
+def class_limits(cls: InferenceClass) -> dict[str, int]:
+    """Devices per node the class says a node of its pool holds, per DRA driver."""
+    out: Counter[str] = Counter()
+    for kind in cls.spec.devices:
+        if kind.claim == "DRA":
+            out[kind.driver] += kind.count
+    return dict(out)
+
+
+def _held(claims: Iterable[JsonObject], pods: Mapping[tuple[str, str], ReplicaKey | None], name: str,
+          charged: set[ReplicaKey], devices: Mapping[DeviceId, SliceDevice]
+          ) -> tuple[set[DeviceId], set[DeviceId], set[DeviceId]]:
+    """(devices held by replicas the plan charges itself, by anyone else, by strays of ours),
+    each device once however many claims name it; one held by both counts as held by others."""
+    ours: set[DeviceId] = set()
+    others: set[DeviceId] = set()
+    strays: set[DeviceId] = set()
+    for claim in claims:
         owner = claim_owner_pod(claim)
         key = pods.get(owner) if owner else None
         charged_here = key is not None and key.cluster == name and key in charged
         for device in claim_devices(claim):
-            where = devices.get(device)
-            if where is not None:
-                (ours if charged_here else others).append((where.node, where.driver))
-                if key is not None and not charged_here:
-                    strays.append((where.node, where.driver))
+            if device not in devices:
+                continue
+            (ours if charged_here else others).add(device)
+            if key is not None and not charged_here:
+                strays.add(device)
+    return ours - others, others, strays
+
+
+def _count(held: Iterable[DeviceId], devices: Mapping[DeviceId, SliceDevice]) -> dict[str, Counter[str]]:
+    return _per_node((devices[d].node, devices[d].driver) for d in held)
+
+
+def _capped(have: Counter[str], limits: Mapping[str, int]) -> Counter[str]:
+    return Counter({d: min(n, limits[d]) if d in limits else n for d, n in have.items()})
+
+
+def cluster_capacity(fleet: Fleet, name: str, reading: ClusterRead, charged: set[ReplicaKey]) -> ClusterCapacity:
+    cluster: InferenceCluster = fleet.clusters[name]
+    devices = published_devices(reading.slices)
+    pods = {(str(meta(p).get("namespace") or ""), name_of(p)): pod_replica(p) for p in reading.pods}
+    ours, others, strays = _held(reading.claims, pods, name, charged, devices)
     published = _per_node((d.node, d.driver) for d in devices.values())
-    held_ours, held_others, held_strays = _per_node(ours), _per_node(others), _per_node(strays)
+    held_ours, held_others, held_strays = _count(ours, devices), _count(others, devices), _count(strays, devices)
 
     members: dict[str, list[dict[str, Any]]] = {}
     for node in sorted(reading.nodes, key=name_of):
@@ -216,28 +249,36 @@ def cluster_capacity(fleet: Fleet, name: str, reading: ClusterRead, charged: set
                 pools[spec.name] = PoolCapacity(OBSERVED)
                 notes.append(f"pool {spec.name}: no node labelled {LABEL_POOL}={spec.name}")
             continue
+        limits = class_limits(cls)
         free: list[tuple[int, ...]] = []
         total = held = stray = 0
         for node in nodes:
             node_name = name_of(node)
+            shown = outside_text(node_name, limit=80)
             state, why = node_state(node)
-            mine = held_ours.get(node_name, Counter())
+            mine = _capped(held_ours.get(node_name, Counter()), limits)
             if state == DOWN:
-                notes.append(f"node {node_name} (pool {spec.name}): {why}: its devices leave the ledger")
+                notes.append(f"node {shown} (pool {spec.name}): {why}: its devices leave the ledger")
                 continue
             if state == DRAINING:
                 if sum(mine.values()):
                     free.append(_vector(cls, mine))
-                    notes.append(f"node {node_name} (pool {spec.name}): {why}: only the replicas already "
+                    notes.append(f"node {shown} (pool {spec.name}): {why}: only the replicas already "
                                  "there count")
                 else:
-                    notes.append(f"node {node_name} (pool {spec.name}): {why}: nothing new lands there")
+                    notes.append(f"node {shown} (pool {spec.name}): {why}: nothing new lands there")
                 continue
-            have = published.get(node_name, Counter())
+            raw = published.get(node_name, Counter())
+            have = _capped(raw, limits)
+            for driver in sorted(d for d in raw if raw[d] > have[d]):
+                notes.append(f"node {shown} (pool {spec.name}): publishes {raw[driver]} {outside_text(driver, 80)} "
+                             f"device(s), more than class {cls.metadata.name} holds per node ({have[driver]}); "
+                             f"only {have[driver]} count")
             taken = held_others.get(node_name, Counter())
+            taken = Counter({d: min(n, have[d]) for d, n in taken.items() if d in have})
             total += sum(have.values())
             held += sum(taken.values())
-            stray += sum(held_strays.get(node_name, Counter()).values())
+            stray += min(sum(held_strays.get(node_name, Counter()).values()), sum(taken.values()))
             free.append(_vector(cls, {d: have[d] - taken[d] for d in have}))
         pools[spec.name] = PoolCapacity(OBSERVED, tuple(sorted(free)), total, held, strays=stray)
     return ClusterCapacity(OBSERVED, "", pools, tuple(notes))

@@ -16,19 +16,26 @@ A healthy check clears the record: the next failure starts a new grace period.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from modelplane.durations import MAX_GRACE_S, seconds
+from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement, Outage
 
-from .read import NotRead, Reading, Unreachable
+from .read import MAX_REASON, NotRead, Reading, Unreachable
 from .verify import Verification
 
 UNREACHABLE = "Unreachable"
 UNREADY = "Unready"
 DEFAULT_UNREACHABLE_GRACE_S = 300      # Kubernetes' own pod eviction delay for an unreachable node
 DEFAULT_UNREADY_GRACE_S = 900          # room for a model to load before "unready" means "broken"
+# A health record's `since` is epoch seconds from 1970 up to the last second datetime can print
+# (9999-12-31T23:59:59Z); anything else in a state file or --previous is not a time.
+MAX_EPOCH_S = 253402300799
+HEALTH_SHAPE = '{"cluster": {"condition": "Unreachable"|"Unready", "since": epoch seconds, "reason": text}}'
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,10 @@ class FailoverSettings:
     unreachable_grace: float = DEFAULT_UNREACHABLE_GRACE_S
     unready_grace: float = DEFAULT_UNREADY_GRACE_S
 
+    def __post_init__(self) -> None:
+        seconds(self.unreachable_grace, "unreachableGraceSeconds", maximum=MAX_GRACE_S, allow_zero=True)
+        seconds(self.unready_grace, "unreadyGraceSeconds", maximum=MAX_GRACE_S, allow_zero=True)
+
     def grace(self, condition: str) -> float:
         return self.unreachable_grace if condition == UNREACHABLE else self.unready_grace
 
@@ -46,12 +57,12 @@ class FailoverSettings:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> FailoverSettings:
+        """From the `observe` block; DurationError (a ValueError) unless each grace period is a
+        finite number of seconds from 0 to MAX_GRACE_S (NaN would mean "never evacuated")."""
         data = data or {}
-        out = cls(float(data.get("unreachableGraceSeconds", DEFAULT_UNREACHABLE_GRACE_S)),
-                  float(data.get("unreadyGraceSeconds", DEFAULT_UNREADY_GRACE_S)))
-        if out.unreachable_grace < 0 or out.unready_grace < 0:
-            raise ValueError("failover grace periods must be >= 0 seconds")
-        return out
+        return cls(*(seconds(data.get(key, default), key, maximum=MAX_GRACE_S, allow_zero=True)
+                     for key, default in (("unreachableGraceSeconds", DEFAULT_UNREACHABLE_GRACE_S),
+                                          ("unreadyGraceSeconds", DEFAULT_UNREADY_GRACE_S))))
 
 
 @dataclass(frozen=True)
@@ -64,18 +75,33 @@ class ClusterHealth:
         return {"condition": self.condition, "since": self.since, "reason": self.reason}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClusterHealth:
-        condition = data.get("condition")
-        if condition not in (UNREACHABLE, UNREADY) or not isinstance(data.get("since"), (int, float)):
-            raise ValueError('expected {"condition": Unreachable|Unready, "since": epoch seconds, "reason": text}')
-        return cls(str(condition), int(data["since"]), str(data.get("reason", "")))
+    def from_json(cls, data: Any, where: str = "") -> ClusterHealth:
+        """A record read back (a state, --previous): outside text, checked; ValueError naming
+        `where` otherwise. The reason is stored as modelplane.redact passes it."""
+        at = f"{where}: " if where else ""
+        if not isinstance(data, dict):
+            raise ValueError(f"{at}expected an object like {HEALTH_SHAPE}")
+        condition, since, reason = data.get("condition"), data.get("since"), data.get("reason", "")
+        if condition not in (UNREACHABLE, UNREADY):
+            raise ValueError(f"{at}condition must be Unreachable or Unready")
+        if (isinstance(since, bool) or not isinstance(since, (int, float)) or not math.isfinite(since)
+                or not 0 <= since <= MAX_EPOCH_S):
+            raise ValueError(f"{at}since must be epoch seconds from 0 to {MAX_EPOCH_S} (a time a clock gives)")
+        if not isinstance(reason, str):
+            raise ValueError(f"{at}reason must be text")
+        return cls(str(condition), int(since), outside_text(reason, limit=MAX_REASON))
 
 
 Health = dict[str, ClusterHealth]
 
 
-def health_from_json(data: Mapping[str, Any] | None) -> Health:
-    return {str(k): ClusterHealth.from_json(v) for k, v in (data or {}).items()}
+def health_from_json(data: Any) -> Health:
+    """Health records as `to_json` writes them; ValueError naming the cluster and the field."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ValueError(f"expected an object of clusters like {HEALTH_SHAPE}, not {type(data).__name__}")
+    return {str(k): ClusterHealth.from_json(v, f"cluster {outside_text(k, limit=60)!r}") for k, v in data.items()}
 
 
 def health_to_json(health: Mapping[str, ClusterHealth]) -> dict[str, Any]:
@@ -101,12 +127,14 @@ def assess(previous: Mapping[str, ClusterHealth], readings: Mapping[str, Reading
                 out[name] = previous[name]              # nothing learned: the record stands
             continue
         if isinstance(reading, Unreachable):
-            condition, reason = UNREACHABLE, reading.reason
+            condition, reason = UNREACHABLE, outside_text(reading.reason, limit=MAX_REASON)
         elif placed.get(name) and not ready.get(name):
             condition, reason = UNREADY, f"none of its {placed[name]} replica(s) is ready"
         else:
             continue
         before = previous.get(name)
+        if before is not None and before.since > now:
+            before = replace(before, since=int(now))        # a record from the future would never expire
         if before is not None and before.condition == condition:
             out[name] = before                          # unchanged: the same record, the same state
         elif before is not None:

@@ -3,10 +3,15 @@
 `read_clusters({cluster: kubeconfig})` lists, on every cluster at once (one thread each), the
 objects observed capacity and verification need: Nodes, ResourceSlices, ResourceClaims (every
 namespace: devices held by anyone) and our own Pods (label app.kubernetes.io/managed-by=modelplane).
-Each cluster gets `timeout` seconds in all, however many requests and pages that takes; a
-cluster that does not answer in time or refuses is `Unreachable`, one whose kubeconfig is unusable
-is `NotRead`, each with the reason. The result holds only the fields the pure modules read, so what reaches a
-placement's state is a function of the objects and never of resourceVersions or timestamps.
+Each cluster gets `timeout` seconds in all, however many requests and pages that takes (a
+credential plugin's run included), and at most MAX_CLUSTER_READ_BYTES. Only a cluster whose API
+server does not answer (in time), or answers that it is failing, is `Unreachable` (an outage:
+failover's grace clock starts); one whose kubeconfig or credential is unusable, that refuses
+our credentials, or whose answers are too large, too deep, not JSON or of the wrong shape
+(modelplane.observe.schema) is `NotRead`, each with the reason as outside text
+(modelplane.redact.outside_text). The result holds only the fields the pure modules read, so
+what reaches a placement's state is a function of the objects and never of resourceVersions or
+timestamps.
 """
 
 from __future__ import annotations
@@ -16,20 +21,26 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from modelplane.kube import JsonObject, KubeClient, KubeError
+from modelplane.kube import BadAnswer, ConfigError, JsonObject, KubeClient, NoAnswer
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
+from modelplane.redact import outside_text
 from modelplane.vocabulary import LABEL_MANAGED_BY, MANAGED_BY
+
+from .schema import Node, Pod, ResourceClaim, ResourceSlice
 
 KUBECONFIG_NAMES = ("{name}/kubeconfig", "{name}.yaml", "{name}.yml", "{name}.kubeconfig", "{name}")
 
 OURS = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
-LISTS = {
-    "nodes": ("/api/v1/nodes", None),
-    "slices": ("/apis/resource.k8s.io/v1/resourceslices", None),
-    "claims": ("/apis/resource.k8s.io/v1/resourceclaims", None),
-    "pods": ("/api/v1/pods", OURS),
+LISTS: dict[str, tuple[str, str | None, Any]] = {
+    "nodes": ("/api/v1/nodes", None, Node),
+    "slices": ("/apis/resource.k8s.io/v1/resourceslices", None, ResourceSlice),
+    "claims": ("/apis/resource.k8s.io/v1/resourceclaims", None, ResourceClaim),
+    "pods": ("/api/v1/pods", OURS, Pod),
 }
+# Characters of a reason (our words around at most a few hundred characters of the server's).
+MAX_REASON = 400
 
 
 @dataclass(frozen=True)
@@ -53,8 +64,10 @@ class Unreachable:
 
 @dataclass(frozen=True)
 class NotRead:
-    """The cluster's kubeconfig is unusable (missing file, no such context, a credential plugin
-    that fails): nothing was asked of the cluster, so nothing is known about its health."""
+    """Nothing usable was learned: the cluster's kubeconfig or credential is unusable (missing
+    file, no such context, a credential plugin that fails), or the API server answered but not
+    usably (credentials refused, an answer too large, too deep or of the wrong shape). Nothing
+    is known about its health, and it never moves replicas."""
 
     cluster: str
     reason: str
@@ -63,38 +76,48 @@ class NotRead:
 Reading = ClusterRead | Unreachable | NotRead
 
 
+def _reason(text: object) -> str:
+    return outside_text(text, limit=MAX_REASON)
+
+
 def read_cluster(cluster: str, kubeconfig: Path | str, timeout: float = DEFAULT_READ_TIMEOUT_S,
-                 context: str | None = None) -> Reading:
+                 context: str | None = None, cancel: threading.Event | None = None) -> Reading:
     """Every list the observer needs from one cluster, within `timeout` seconds in all."""
     deadline = time.monotonic() + timeout
     try:
-        client = KubeClient.from_kubeconfig(kubeconfig, context, timeout=timeout)
-    except KubeError as exc:
-        return NotRead(cluster, f"kubeconfig unusable: {exc}")
+        client = KubeClient.from_kubeconfig(kubeconfig, context, timeout=timeout, cancel=cancel)
+    except ConfigError as exc:
+        return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
     try:
         with client as kube:
             lists: dict[str, list[JsonObject]] = {}
-            for name, (path, selector) in LISTS.items():
-                lists[name] = kube.list_all(path, {"labelSelector": selector} if selector else None, deadline)
-    except KubeError as exc:
-        return Unreachable(cluster, str(exc))
+            for name, (path, selector, shape) in LISTS.items():
+                lists[name] = kube.list_all(path, {"labelSelector": selector} if selector else None, deadline, shape)
+    except NoAnswer as exc:
+        return Unreachable(cluster, _reason(exc))
+    except BadAnswer as exc:
+        return NotRead(cluster, _reason(f"answer unusable: {exc}"))
+    except ConfigError as exc:
+        return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
     return ClusterRead(cluster, **lists)
 
 
 def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAULT_READ_TIMEOUT_S,
                   contexts: Mapping[str, str] | None = None) -> dict[str, Reading]:
     """`read_cluster` for every cluster concurrently; the call returns within about `timeout`
-    seconds whatever the clusters do (a reader still blocked past it is abandoned: daemon
-    threads, and the cluster is reported unreachable)."""
+    seconds whatever the clusters do. A reader still busy past it is abandoned (a daemon thread;
+    the cluster is reported unreachable) and told to stop: it closes its connection at the next
+    chunk it receives, so nothing keeps downloading behind a later read (verify --wait)."""
     results: dict[str, Reading] = {}
     lock = threading.Lock()
+    cancel = threading.Event()
 
     def run(name: str, path: Path | str) -> None:
         reading: Reading
         try:
-            reading = read_cluster(name, path, timeout, (contexts or {}).get(name))
+            reading = read_cluster(name, path, timeout, (contexts or {}).get(name), cancel)
         except Exception as exc:  # noqa: BLE001 - a reader thread must report, never die silently
-            reading = NotRead(name, f"reading failed: {type(exc).__name__}: {exc}")
+            reading = NotRead(name, _reason(f"reading failed: {type(exc).__name__}: {exc}"))
         with lock:
             results[name] = reading
 
@@ -105,6 +128,7 @@ def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAUL
     deadline = time.monotonic() + timeout + 1.0
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
+    cancel.set()
     with lock:
         out = dict(results)
     for name in kubeconfigs:

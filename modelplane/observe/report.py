@@ -7,14 +7,17 @@ from __future__ import annotations
 import datetime
 from collections.abc import Mapping
 
+from modelplane.redact import outside_text
+
 from .capacity import DECLARED, FleetCapacity, PoolCapacity
 from .health import ClusterHealth
+from .read import MAX_REASON
 from .verify import Verification
 
 
 def _pool(name: str, pool: PoolCapacity) -> str:
     if pool.source == DECLARED:
-        return f"pool {name}: declared size ({pool.reason})"
+        return f"pool {name}: declared size ({outside_text(pool.reason)})"
     free = sum(sum(vec) for vec in pool.free)
     held = f", {pool.held} held by other claims" if pool.held else ""
     if pool.strays:
@@ -25,22 +28,26 @@ def _pool(name: str, pool: PoolCapacity) -> str:
 
 
 def _when(epoch: int) -> str:
-    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):   # health records are checked on input; never a traceback
+        return f"epoch {epoch}"
 
 
 def capacity_lines(capacity: FleetCapacity, health: Mapping[str, ClusterHealth] | None = None) -> list[str]:
-    """Per cluster: observed (each pool's nodes and devices) or declared (and why)."""
+    """Per cluster: observed (each pool's nodes and devices) or declared (and why). Reasons,
+    notes and health come from the clusters or from state: outside text (modelplane.redact)."""
     out = ["capacity:"]
     for name, cluster in sorted(capacity.clusters.items()):
         if cluster.source == DECLARED:
-            out.append(f"  {name}: declared ({cluster.reason})")
+            out.append(f"  {name}: declared ({outside_text(cluster.reason, limit=MAX_REASON + 40)})")
         else:
             out.append(f"  {name}: observed")
             out += [f"    {_pool(p, c)}" for p, c in sorted(cluster.pools.items())]
-            out += [f"    note: {n}" for n in cluster.notes]
+            out += [f"    note: {outside_text(n)}" for n in cluster.notes]
         h = (health or {}).get(name)
         if h is not None:
-            out.append(f"    health: {h.condition} since {_when(h.since)}: {h.reason}")
+            out.append(f"    health: {h.condition} since {_when(h.since)}: {outside_text(h.reason, limit=MAX_REASON)}")
     return out
 
 
@@ -58,7 +65,7 @@ def format_verification(report: Verification) -> str:
     for i, row in enumerate(rows):
         out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
         if i:
-            out += [f"  - {p}" for p in report.replicas[i - 1].problems]
-    out += [f"stray: {s} (no replica of the placement)" for s in report.strays]
-    out.append(("OK: " if report.ok else "MISMATCH: ") + report.summary())
+            out += [f"  - {outside_text(p)}" for p in report.replicas[i - 1].problems]
+    out += [f"stray: {outside_text(s)} (no replica of the placement)" for s in report.strays]
+    out.append(("OK: " if report.ok else "MISMATCH: ") + outside_text(report.summary(), limit=2000))
     return "\n".join(out) + "\n"

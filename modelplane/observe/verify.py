@@ -20,6 +20,7 @@ from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.model_deployment import ModelDeployment
+from modelplane.redact import outside_text
 from modelplane.render.names import claim_template_name
 from modelplane.scheduler import FleetPlacement, PlacedReplica
 from modelplane.vocabulary import LABEL_POOL
@@ -201,7 +202,8 @@ def _check_replica(fleet: Fleet, namespace: str, deployment: str, replica: Place
             if why is None:
                 good += 1
             else:
-                problems.append(f"pod {pname}: {why}")
+                # The pod's name and the cluster's words are outside text: capped, no control characters.
+                problems.append(outside_text(f"pod {pname}: {why}"))
     status = READY if good >= expected and not problems else NOT_READY
     return _result(namespace, deployment, replica, status, tuple(problems), good, expected)
 
@@ -240,5 +242,6 @@ def verify(fleet: Fleet, placement: FleetPlacement, readings: Mapping[str, Readi
             else:
                 checks.append(_check_replica(fleet, dep.namespace, dep.name, replica, found,
                                              pods_by_replica.get(key, [])))
-    strays = sorted(f"{key} ({len(pods)} pod(s))" for key, pods in pods_by_replica.items() if key not in planned)
+    strays = sorted(outside_text(f"{key} ({len(pods)} pod(s))")
+                    for key, pods in pods_by_replica.items() if key not in planned)
     return Verification(tuple(checks), tuple(strays))

@@ -19,6 +19,7 @@ from modelplane.kube import KubeError, load_kubeconfig
 from modelplane.observe.read import ClusterRead, NotRead, Unreachable, kubeconfigs_in, read_clusters
 
 TOKEN = "s3cr3t-t0ken-value"
+EXEC_V1BETA1 = "client.authentication.k8s.io/v1beta1"
 CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 
 
@@ -36,33 +37,36 @@ def kubeconfig(path: Path, server: str = "https://127.0.0.1:6443", user: dict[st
 
 def test_token_and_embedded_ca(tmp_path: Path) -> None:
     access = load_kubeconfig(kubeconfig(tmp_path / "k"))
-    assert (access.server, access.token, access.ca_data) == ("https://127.0.0.1:6443", TOKEN, CA)
+    assert (access.server, access.token, access.ca_pem) == ("https://127.0.0.1:6443", TOKEN, CA)
     assert TOKEN not in repr(access)
 
 
 def test_token_file_ca_file_and_client_certificate_relative_to_the_kubeconfig(tmp_path: Path) -> None:
     (tmp_path / "token").write_text(TOKEN + "\n")
     (tmp_path / "ca.crt").write_text(CA)
-    (tmp_path / "c.crt").write_text("CERT")
+    cert, key = "-----BEGIN CERTIFICATE-----\nCERT\n", "-----BEGIN PRIVATE KEY-----\nKEY\n"
+    (tmp_path / "c.crt").write_text(cert)
     access = load_kubeconfig(kubeconfig(
         tmp_path / "k", user={"tokenFile": "token", "client-certificate": "c.crt",
-                              "client-key-data": base64.b64encode(b"KEY").decode()},
+                              "client-key-data": base64.b64encode(key.encode()).decode()},
         cluster={"server": "https://x", "certificate-authority": "ca.crt"}))
-    assert (access.token, access.ca_data, access.cert_pem, access.key_pem) == (TOKEN, CA, "CERT", "KEY")
+    assert (access.token, access.ca_pem, access.cert_pem, access.key_pem) == (TOKEN, CA, cert, key)
 
 
 def test_exec_credential_plugin(tmp_path: Path) -> None:
     plugin = tmp_path / "plugin.py"
     plugin.write_text("import json, os; print(json.dumps({'kind': 'ExecCredential', "
                       "'status': {'token': os.environ['MY_TOKEN']}}))")
-    user = {"exec": {"command": sys.executable, "args": [str(plugin)], "env": [{"name": "MY_TOKEN", "value": TOKEN}]}}
+    user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": sys.executable,
+                     "args": [str(plugin)], "env": [{"name": "MY_TOKEN", "value": TOKEN}]}}
     assert load_kubeconfig(kubeconfig(tmp_path / "k", user=user)).token == TOKEN
 
 
 @pytest.mark.parametrize(("case", "user", "current", "message"), [
-    ("a failing plugin", {"exec": {"command": sys.executable, "args": ["-c", f"print('{TOKEN}'); exit(3)"]}}, "ctx",
-     "exited 3"),
-    ("a plugin printing no credential", {"exec": {"command": sys.executable, "args": ["-c", f"print('{TOKEN}')"]}},
+    ("a failing plugin", {"exec": {"apiVersion": EXEC_V1BETA1, "command": sys.executable,
+                                   "args": ["-c", f"print('{TOKEN}'); exit(3)"]}}, "ctx", "exited 3"),
+    ("a plugin printing no credential", {"exec": {"apiVersion": EXEC_V1BETA1, "command": sys.executable,
+                                                  "args": ["-c", f"print('{TOKEN}')"]}},
      "ctx", "printed no ExecCredential status.token"),
     ("a missing context", {"token": TOKEN}, "nope", "no context named 'nope'"),
 ])
