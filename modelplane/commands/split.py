@@ -17,6 +17,7 @@ import ipaddress
 import math
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -120,15 +121,25 @@ class _Deadline:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+def tls_context(cafile: str | None) -> ssl.SSLContext:
+    """Server certificates verified against the system's roots, or only against `cafile`
+    (a self-signed edge certificate, a private CA)."""
+    return ssl.create_default_context(cafile=cafile) if cafile else ssl.create_default_context()
+
+
 def run_split(url: str, n: int = 200, model: str = "default", timeout: float = 10.0,
-              on_request: Callable[[int, SplitResult], None] | None = None) -> SplitResult:
-    """Send n requests; `on_request(i, result)` runs after each (fault tests use it)."""
+              on_request: Callable[[int, SplitResult], None] | None = None, *,
+              api_key: str | None = None, cafile: str | None = None) -> SplitResult:
+    """Send n requests; `on_request(i, result)` runs after each (fault tests use it).
+    `api_key` is sent as `Authorization: Bearer`; `cafile` is what https answers are
+    verified against (else the system's roots)."""
     target = url.rstrip("/") + "/v1/chat/completions"
     body = {"model": model, "messages": [{"role": "user", "content": "who are you?"}]}
     res = SplitResult(url)
     start = time.perf_counter()
     limits = httpx.Limits(max_keepalive_connections=0)  # see _Deadline
-    with httpx.Client(timeout=timeout, limits=limits) as client:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    with httpx.Client(timeout=timeout, limits=limits, headers=headers, verify=tls_context(cafile)) as client:
         try:
             for i in range(n):
                 res.sequence.append(_one(client, target, body, timeout, res))
