@@ -237,7 +237,7 @@ def control_plane_config(
         extra["serversTransports"] = hop_transports(hop, sorted(dialled))
     tls = None
     if edge is not None and edge.tls is not None:
-        tls = tls_section(edge.tls)
+        tls = tls_section(edge.tls, more=edge.more_certs)
         if edge.plain_http == "Redirect":
             redirect_routers, redirect_mws = redirect_router()
             routers.update(redirect_routers)

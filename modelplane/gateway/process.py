@@ -36,12 +36,10 @@ from typing import Any
 import yaml
 
 from modelplane.gateway.config import Config, static_config
+from modelplane.gateway.security import PLUGINS_DIR
 
 HERE = Path(__file__).resolve().parent
 WATCHDOG = HERE / "watchdog.py"
-# The Go sources of Traefik's local plugins (callerauth), laid out as Traefik reads them:
-# `plugins-local/src/<module>/` relative to its working directory.
-PLUGINS_DIR = HERE.parents[1] / "gateway-plugins"
 LISTEN_FDS = HERE / "listen_fds.py"
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 

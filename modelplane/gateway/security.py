@@ -20,11 +20,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 CALLER_HEADER = "x-modelplane-caller"
 PLUGIN = "modelplane-callerauth"             # the plugin's name in Traefik's static configuration
 PLUGIN_MODULE = "modelplane.local/callerauth"  # its Go module, under plugins-local/src/
+# The Go sources of Traefik's local plugins, laid out as Traefik reads them:
+# `plugins-local/src/<module>/` relative to its working directory.
+PLUGINS_DIR = Path(__file__).resolve().parents[2] / "gateway-plugins"
 PLAIN = "plain"                               # the entry point that only redirects to HTTPS
 HOP_DOMAIN = "gateway.modelplane.internal"
 TLS_MIN = "VersionTLS12"
@@ -52,7 +56,8 @@ class CallerLimits:
 class EdgeSecurity:
     """The control-plane gateway towards callers."""
 
-    tls: CertFiles | None = None
+    tls: CertFiles | None = None               # the default certificate
+    more_certs: tuple[CertFiles, ...] = ()     # others, chosen by the name a client asks for (SNI)
     plain_http: PlainHttp = "Refuse"
     keys_dir: str | None = None                # caller authentication on when set
     limits: CallerLimits = CallerLimits()
@@ -119,15 +124,16 @@ def egress_transport(name: str, host: str, roots: str | None) -> Config:
     return {name: cfg}
 
 
-def tls_section(cert: CertFiles, client_ca: str | None = None) -> Config:
-    """The dynamic `tls` block: this gateway's certificate as the default one, TLS 1.2 at
-    least, and with `client_ca` a client certificate from that CA required on every TLS
-    connection (the default options apply to routers matched by path, as all of ours are)."""
+def tls_section(cert: CertFiles, client_ca: str | None = None, more: Sequence[CertFiles] = ()) -> Config:
+    """The dynamic `tls` block: this gateway's certificate as the default one (`more` are
+    picked by SNI), TLS 1.2 at least, and with `client_ca` a client certificate from that CA
+    required on every TLS connection (the default options apply to routers matched by path,
+    as all of ours are)."""
     options: Config = {"minVersion": TLS_MIN, "sniStrict": False}
     if client_ca is not None:
         options["clientAuth"] = {"caFiles": [client_ca], "clientAuthType": "RequireAndVerifyClientCert"}
-    files = {"certFile": cert.cert, "keyFile": cert.key}
-    return {"certificates": [files], "stores": {"default": {"defaultCertificate": files}},
+    files = [{"certFile": c.cert, "keyFile": c.key} for c in (cert, *more)]
+    return {"certificates": files, "stores": {"default": {"defaultCertificate": files[0]}},
             "options": {"default": options}}
 
 
