@@ -137,7 +137,7 @@ func presentedKey(req *http.Request) string {
 // any case, and `_` for `-` (some servers fold one into the other).
 func (a *Auth) dropCallerHeaders(h http.Header) {
 	for k := range h {
-		if normalizeHeader(k) == a.callerNorm {
+		if len(k) == len(a.callerNorm) && normalizeHeader(k) == a.callerNorm {
 			delete(h, k)
 		}
 	}

@@ -33,8 +33,16 @@ type caller struct {
 type keyring struct {
 	dir     string
 	mu      sync.Mutex
-	stamp   string
+	stamp   stamp
+	loaded  bool
 	callers []caller
+}
+
+// stamp is what tells a changed directory: its mtime and size, or that it is missing.
+type stamp struct {
+	mtime   int64
+	size    int64
+	missing bool
 }
 
 var (
@@ -69,27 +77,28 @@ func (k *keyring) lookup(h [sha256.Size]byte) string {
 }
 
 func (k *keyring) current() []caller {
-	stamp := dirStamp(k.dir)
+	now := dirStamp(k.dir)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if stamp != k.stamp {
+	if !k.loaded || now != k.stamp {
 		callers, err := readCallers(k.dir)
 		if err != nil {
 			// Fail closed: a directory that cannot be read authenticates nobody.
 			fmt.Fprintf(os.Stderr, "callerauth: %v\n", err)
 			callers = nil
 		}
-		k.callers, k.stamp = callers, stamp
+		k.callers, k.stamp, k.loaded = callers, now, true
 	}
 	return k.callers
 }
 
-func dirStamp(dir string) string {
+// dirStamp is one stat per request: cheap, and what makes a rotation take effect at once.
+func dirStamp(dir string) stamp {
 	info, err := os.Stat(dir)
 	if err != nil {
-		return "missing"
+		return stamp{missing: true}
 	}
-	return fmt.Sprintf("%d/%d", info.ModTime().UnixNano(), info.Size())
+	return stamp{mtime: info.ModTime().UnixNano(), size: info.Size()}
 }
 
 // readCallers reads one caller per regular file of dir (symbolic links followed, as a
