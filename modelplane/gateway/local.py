@@ -113,8 +113,6 @@ class LocalFleet:
         self.ca_file: str | None = None
         self._client: CertFiles | None = None
         self._servers: dict[str, CertFiles] = {}
-        if security is not None:
-            self._make_pki(security)
         self.engines: dict[str, Engine] = {}
         self.workload: dict[str, Traefik] = {}
         self.offline: set[str] = set()     # clusters whose gateway was taken down (take_offline)
@@ -123,6 +121,12 @@ class LocalFleet:
         # and requests arriving meanwhile wait in the backlog instead of being refused).
         self._control_sockets: dict[str, socket.socket] = {}
         self._procs: list[Managed] = []
+        if security is not None:
+            try:
+                self._make_pki(security)
+            except BaseException:
+                self.stop()   # the watchdog and the work directory, certificates included
+                raise
 
     def _make_pki(self, security: LocalSecurity) -> None:
         self.pki_dir.mkdir(mode=0o700)
