@@ -55,6 +55,12 @@ def test_no_key_wrong_key_revoked_key_are_401_and_a_good_key_reaches_the_engine_
         assert r.status_code == 401 and r.json()["error"]["code"] == "invalid_api_key"
     requests = seen(secure_fleet, "big-0")
     assert len(requests) == 1, "only the authenticated request reached the engine"
+    # The keys are in the callers' files only: no log, no configuration file holds them.
+    for path in secure_fleet.work_dir.rglob("*"):
+        if path.is_file() and secure_fleet.keys_dir not in path.parents:
+            text = path.read_text(errors="replace")
+            assert KEY not in text and OTHER not in text, path
+            assert "PRIVATE KEY" not in text or path.suffix == ".key", path
     assert "authorization" not in requests[0]["names"] and "x-api-key" not in requests[0]["names"]
     assert requests[0]["callers"] == ["alice"], "one caller header, ours, not the client's"
 
@@ -63,8 +69,8 @@ def test_x_api_key_is_accepted_and_removed(secure_fleet):
     url = serve(secure_fleet, deployments=(("big", 1, "east"),))
     with client(secure_fleet, **{"x-api-key": KEY}) as c:
         assert post(c, url).status_code == 200
-    assert seen(secure_fleet, "big-0")[0] == {"names": seen(secure_fleet, "big-0")[0]["names"], "callers": ["alice"]}
-    assert "x-api-key" not in seen(secure_fleet, "big-0")[0]["names"]
+    [request] = seen(secure_fleet, "big-0")
+    assert request["callers"] == ["alice"] and "x-api-key" not in request["names"]
 
 
 def test_a_caller_not_allowed_on_a_service_gets_403(make_fleet):
