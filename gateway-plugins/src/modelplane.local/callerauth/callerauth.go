@@ -46,7 +46,7 @@ type Auth struct {
 	name         string
 	keys         *keyring
 	callerHeader string
-	callerNorm   string
+	callerNames  []string // every canonical spelling of the caller header ('-' or '_' between words)
 	allowed      map[string]bool
 	service      string
 	limits       limits
@@ -68,7 +68,7 @@ func New(_ context.Context, next http.Handler, config *Config, name string) (htt
 		name:         name,
 		keys:         sharedKeyring(config.KeysDir),
 		callerHeader: http.CanonicalHeaderKey(config.CallerHeader),
-		callerNorm:   normalizeHeader(config.CallerHeader),
+		callerNames:  spellings(config.CallerHeader),
 		service:      config.Service,
 		limits:       newLimits(config.RequestsPerMinute, config.Burst, config.InFlight),
 	}
@@ -104,14 +104,18 @@ func (a *Auth) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 			"Caller "+caller+" may not use "+a.serviceName()+".", 0)
 		return
 	}
-	release, retryAfter, why := a.limits.admit(caller)
-	if release == nil {
+	req.Header.Set(a.callerHeader, caller)
+	if !a.limits.on() {
+		a.next.ServeHTTP(rw, req)
+		return
+	}
+	retryAfter, why := a.limits.admit(caller)
+	if why != "" {
 		writeError(rw, http.StatusTooManyRequests, "rate_limit_exceeded", "requests",
 			"Caller "+caller+" is over its "+why+" limit; retry later.", retryAfter)
 		return
 	}
-	defer release()
-	req.Header.Set(a.callerHeader, caller)
+	defer a.limits.release(caller)
 	a.next.ServeHTTP(rw, req)
 }
 
@@ -134,13 +138,34 @@ func presentedKey(req *http.Request) string {
 }
 
 // dropCallerHeaders removes every header that an engine could read as the caller header:
-// any case, and `_` for `-` (some servers fold one into the other).
+// any case, and `_` for `-` (some servers fold one into the other). Go's server stores each
+// request header under its canonical spelling (any case becomes one), so the spellings
+// computed once in New are all there is to delete.
 func (a *Auth) dropCallerHeaders(h http.Header) {
-	for k := range h {
-		if len(k) == len(a.callerNorm) && normalizeHeader(k) == a.callerNorm {
-			delete(h, k)
-		}
+	for _, k := range a.callerNames {
+		delete(h, k)
 	}
+}
+
+// spellings is every canonical header key that reads as name once `_` is taken for `-`.
+func spellings(name string) []string {
+	parts := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' })
+	out := []string{""}
+	for i, p := range parts {
+		next := []string{}
+		for _, o := range out {
+			if i == 0 {
+				next = append(next, p)
+				continue
+			}
+			next = append(next, o+"-"+p, o+"_"+p)
+		}
+		out = next
+	}
+	for i, o := range out {
+		out[i] = http.CanonicalHeaderKey(o)
+	}
+	return out
 }
 
 func normalizeHeader(name string) string {

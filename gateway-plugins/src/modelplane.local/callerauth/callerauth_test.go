@@ -42,7 +42,7 @@ func setup(t *testing.T, cfg *Config, callers map[string]string) (http.Handler, 
 func call(h http.Handler, headers map[string]string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
 	for k, v := range headers {
-		req.Header[k] = []string{v}
+		req.Header.Add(k, v) // canonical keys, as Go's server stores what a client sent
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -158,15 +158,27 @@ func TestAllowedCallersAndLimits(t *testing.T) {
 func TestInFlightLimitCountsRequestsUntilTheyEnd(t *testing.T) {
 	states = map[string]*callerState{}
 	l := newLimits(0, 0, 1)
-	release, _, _ := l.admit("alice")
-	if release == nil {
+	if _, why := l.admit("alice"); why != "" {
 		t.Fatal("first request refused")
 	}
-	if again, wait, why := l.admit("alice"); again != nil || wait != 1 || why != "in-flight request" {
-		t.Fatalf("second request admitted while the first is in flight: %v %d %s", again != nil, wait, why)
+	if wait, why := l.admit("alice"); wait != 1 || why != "in-flight request" {
+		t.Fatalf("second request admitted while the first is in flight: %d %q", wait, why)
 	}
-	release()
-	if again, _, _ := l.admit("alice"); again == nil {
+	l.release("alice")
+	if _, why := l.admit("alice"); why != "" {
 		t.Fatal("refused after the first ended")
+	}
+}
+
+func TestEverySpellingOfTheCallerHeaderIsKnown(t *testing.T) {
+	got := spellings("x-modelplane-caller")
+	want := []string{"X-Modelplane-Caller", "X-Modelplane_caller", "X_modelplane-Caller", "X_modelplane_caller"}
+	if len(got) != len(want) {
+		t.Fatalf("%v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("%v, want %v", got, want)
+		}
 	}
 }

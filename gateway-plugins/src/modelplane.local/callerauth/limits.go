@@ -39,12 +39,13 @@ func newLimits(perMinute, burst, inFlight int) limits {
 	return l
 }
 
-// admit returns the function that ends the request, or nil with the seconds to wait and
-// which limit refused it.
-func (l limits) admit(caller string) (func(), int, string) {
-	if l.perSecond == 0 && l.inFlight == 0 {
-		return func() {}, 0, ""
-	}
+func (l limits) on() bool {
+	return l.perSecond > 0 || l.inFlight > 0
+}
+
+// admit counts one request of caller in, or says which limit refused it ("" admitted) and
+// the seconds to wait. An admitted request is counted out by release.
+func (l limits) admit(caller string) (int, string) {
 	statesMu.Lock()
 	defer statesMu.Unlock()
 	s := states[caller]
@@ -54,22 +55,26 @@ func (l limits) admit(caller string) (func(), int, string) {
 		states[caller] = s
 	}
 	if l.inFlight > 0 && s.inFlight >= l.inFlight {
-		return nil, 1, "in-flight request"
+		return 1, "in-flight request"
 	}
 	if l.perSecond > 0 {
 		s.tokens = math.Min(l.burst, s.tokens+now.Sub(s.last).Seconds()*l.perSecond)
 		s.last = now
 		if s.tokens < 1 {
-			return nil, int(math.Max(1, math.Ceil((1-s.tokens)/l.perSecond))), "request rate"
+			return int(math.Max(1, math.Ceil((1-s.tokens)/l.perSecond))), "request rate"
 		}
 		s.tokens--
 	}
 	s.inFlight++
-	return func() {
-		statesMu.Lock()
+	return 0, ""
+}
+
+func (l limits) release(caller string) {
+	statesMu.Lock()
+	if s := states[caller]; s != nil && s.inFlight > 0 {
 		s.inFlight--
-		statesMu.Unlock()
-	}, 0, ""
+	}
+	statesMu.Unlock()
 }
 
 // writeError answers in the shape OpenAI's API uses, which OpenAI clients show.
