@@ -55,8 +55,11 @@ class GatewayCertificateProvider(ResourceProvider):
             pair = pki.self_signed(names)
         else:
             pair = pki.issue(ca, str(props["commonName"]), props["usage"], names)
+        # `olds` in diff() are these outputs: they carry what decides a replacement (the CA's
+        # certificate, public), never the CA's key.
         return CreateResult(_id("cert", props), {"commonName": props["commonName"], "usage": props["usage"],
-                                                 "names": names, "cert": pair.cert_pem, "key": pair.key_pem})
+                                                 "names": names, "caCert": props.get("caCert") or "",
+                                                 "cert": pair.cert_pem, "key": pair.key_pem})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         return _replaces(olds, news, ["commonName", "usage", "names", "caCert"])
