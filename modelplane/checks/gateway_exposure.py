@@ -25,12 +25,13 @@ SERVICE_TYPE = "kubernetes:core/v1:Service"
 def _exposed(ctx: CheckContext, gw: InferenceGateway) -> bool:
     """On a LoadBalancer: the program's control-plane Service says so where the pack sees it;
     from manifests alone, a gateway on a named cluster is exposed unless that cluster is Kind
-    (NodePort), and one without a cluster name is taken as exposed (the stack decides)."""
+    (NodePort). Without a cluster name the stack's `controlPlane` decides where it runs
+    (the kind stack's is a Kind cluster), which the manifests do not say: no guess."""
     for r in ctx.program:
         if r.type == SERVICE_TYPE and (r.props.get("metadata") or {}).get("name") == CONTROL_GATEWAY:
             return (r.props.get("spec") or {}).get("type") == "LoadBalancer"
     cluster = ctx.fleet.clusters.get(gw.spec.cluster_name or "")
-    return cluster is None or cluster.source != "Kind"
+    return cluster is not None and cluster.source != "Kind"
 
 
 def _gateway(fleet: Fleet) -> InferenceGateway | None:

@@ -163,3 +163,7 @@ def test_auth_without_tls_is_mandatory_and_an_exposed_gateway_without_both_is_ad
     # on Kind the gateway is a NodePort on the host, not reachable from anywhere
     assert _levels(secured(tls={"selfSigned": True}, auth=False)) == set()
     assert _levels(secured(tls=None, auth=True)) == {("gateway-auth-needs-tls", MANDATORY)}
+    # no cluster named: where it runs is the stack's controlPlane, which lint does not see
+    unnamed = secured(tls=None, auth=False, cluster_source=eks)
+    del unnamed[3]["spec"]["clusterName"]
+    assert _levels(unnamed) == set()
