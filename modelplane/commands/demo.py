@@ -195,8 +195,9 @@ def _security_lines(local: LocalFleet, keys: dict[str, str]) -> list[str]:
     sec = local.security
     lines = ["data path:", "  between the hops: mutual TLS, from a CA made for this run"]
     if sec is not None and sec.edge_tls:
-        lines.append(f"  edge: HTTPS with a SELF-SIGNED certificate made for this run (plain HTTP: "
-                     f"{sec.plain_http.lower()}d); clients must be given it to trust")
+        plain = {"Refuse": "refused", "Redirect": "redirected"}[sec.plain_http]
+        lines.append(f"  edge: HTTPS with a SELF-SIGNED certificate made for this run (plain HTTP: {plain}); "
+                     "clients must be given it to trust")
     else:
         lines.append("  edge: plain HTTP (the InferenceGateway has no spec.tls)")
     if keys:
