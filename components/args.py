@@ -126,6 +126,9 @@ class FleetArgs:
     hf_token: pulumi.Input[str] | None = None
     # "<namespace>/<credential Secret name>" -> API key (a secret Output)
     endpoint_api_keys: pulumi.Input[Mapping[str, str]] | None = None
+    # caller identity -> API key, for an InferenceGateway with spec.auth (a secret Output);
+    # only their SHA-256 hashes reach the cluster (modelplane.plan.gateway.callers_secret_data)
+    gateway_api_keys: pulumi.Input[Mapping[str, str]] | None = None
     # The `sim` stack: clusters reached through their simulated twins (each ClusterAccess.sim)
     sim: SimArgs | None = None
     # None: the whole fleet in this one stack

@@ -91,6 +91,7 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         gcp=GcpArgs(**gcp),
         hf_token=config.get_secret("hfToken"),
         endpoint_api_keys=config.get_secret_object("endpointApiKeys"),
+        gateway_api_keys=config.get_secret_object("gatewayApiKeys"),
         sim=sim,
         observe=observe,
     )

@@ -30,6 +30,11 @@ class TraefikGatewayArgs:
     routes: pulumi.Output[Mapping[str, str]]
     # Live stacks: the egress configuration with the API keys, kept a secret end to end.
     egress_secret: pulumi.Input[Mapping[str, Any]] | None = None
+    # Live stacks: the Secrets the gateway mounts (its hop certificate, the callers' key
+    # hashes, a self-signed edge certificate), name -> string data, each a Pulumi secret;
+    # `secret_labels`: labels a Secret carries (the callers', the auth's secretSelector).
+    secrets: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
+    secret_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     props: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -61,6 +66,12 @@ class TraefikGateway(pulumi.ComponentResource):
                     name=egress_name(name), namespace=meta["namespace"], labels=meta["labels"]),
                 string_data=pulumi.Output.secret(args.egress_secret).apply(_egress_file),
                 opts=child))
+        for secret_name, data in sorted(args.secrets.items()):
+            configs.append(k8s.core.v1.Secret(
+                secret_name, metadata=k8s.meta.v1.ObjectMetaArgs(
+                    name=secret_name, namespace=meta["namespace"],
+                    labels={**meta["labels"], **args.secret_labels.get(secret_name, {})}),
+                string_data=pulumi.Output.secret(data), opts=child))
         for obj in args.objects:
             if obj["kind"] == "ConfigMap":
                 configs.append(RenderedObject(obj["metadata"]["name"], obj, child))

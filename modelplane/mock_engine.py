@@ -38,6 +38,7 @@ from types import FrameType
 from typing import Any
 
 INFERENCE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
+MAX_RECORDED = 100_000
 
 # vLLM's series (vllm/v1/metrics/loggers.py); tests/unit/autoscale/test_mock_engine_metrics.py
 # keeps them equal to modelplane.autoscale.engines' vLLM table (this file imports nothing of ours).
@@ -135,6 +136,10 @@ class EngineState:
         self.served = 0
         self.health_forced: bool | None = None
         self.lock = threading.Lock()
+        # --record-headers: per inference request, the header names it carried (lowercase)
+        # and every value sent as a caller header; GET /debug/headers returns them.
+        self.record_headers = False
+        self.seen_headers: list[dict[str, Any]] = []
 
     def healthy(self) -> bool:
         if self.health_forced is not None:
@@ -228,8 +233,20 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             given = bearer[7:] if bearer.startswith("Bearer ") else self.headers.get("x-api-key", "")
             return hmac.compare_digest(given.encode(), state.api_key.encode())
 
+        def _record(self) -> None:
+            if not state.record_headers:
+                return
+            names = sorted({k.lower() for k in self.headers})
+            callers = [v for k, v in self.headers.items() if k.lower().replace("_", "-") == "x-modelplane-caller"]
+            with state.lock:
+                if len(state.seen_headers) < MAX_RECORDED:
+                    state.seen_headers.append({"names": names, "callers": callers})
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
+            if path == "/debug/headers" and state.record_headers:
+                with state.lock:
+                    return self._send(200, {"requests": list(state.seen_headers)})
             if path == "/health":
                 ok = state.healthy()
                 return self._send(200 if ok else 503, {"status": "ok" if ok else "unhealthy"})
@@ -255,6 +272,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             raw = self.rfile.read(length) if length else b""
             if path not in INFERENCE_PATHS:
                 return self._send(404, {"error": {"message": f"no route {path}"}})
+            self._record()
             if not self._authorized():
                 return self._send(401, {"error": {"message": "invalid api key"}})
             try:
@@ -306,6 +324,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
                    help="inference requests that run at once; the rest wait (and /metrics counts them)")
+    p.add_argument("--record-headers", action="store_true",
+                   help="remember which headers each inference request carried (GET /debug/headers)")
     return p.parse_args(argv)
 
 
@@ -322,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000,
                         a.concurrency)
+    state.record_headers = a.record_headers
     if a.listen_fd is None:
         server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
     else:

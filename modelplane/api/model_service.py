@@ -7,6 +7,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from .common import ApiModel, KindObject, RequiredLabelSelector, check_dns_label, check_unique
+from .inference_gateway import CALLER_PATTERN
 from .placement import RoutingPolicy
 
 _DURATION = r"^([0-9]+(h|m|s|ms)){1,4}$"
@@ -30,9 +31,22 @@ class Timeouts(ApiModel):
     idle: Annotated[str, Field(pattern=_DURATION)] = "60s"
 
 
+Caller = Annotated[str, Field(pattern=CALLER_PATTERN)]
+
+
 class ModelServiceSpec(ApiModel):
     endpoints: Annotated[list[ServiceEntry], Field(min_length=1, max_length=32)]
     timeouts: Timeouts | None = None
+    # Ours: the caller identities (the gateway's API keys) that may use this service; absent,
+    # every authenticated caller. Needs an InferenceGateway with auth.
+    allowed_callers: Annotated[list[Caller], Field(min_length=1, max_length=256)] | None = None
+
+    @field_validator("allowed_callers")
+    @classmethod
+    def _unique_callers(cls, callers: list[str] | None) -> list[str] | None:
+        if callers is not None and len(set(callers)) != len(callers):
+            raise ValueError("allowedCallers names a caller more than once")
+        return callers
 
     @field_validator("endpoints")
     @classmethod

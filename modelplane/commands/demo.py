@@ -11,6 +11,13 @@ Hand-written ModelEndpoints point at real providers; the demo never sends traffi
 there and starts a local stand-in instead (with a throw-away API key when the
 endpoint names a credential, so the header path is exercised too). URLs are printed
 without user-info, and no error reaches the user as a traceback.
+
+The data path is secured as the fleet's InferenceGateway says, as deployed: mutual TLS
+between the hops always (a CA made for this run); with `spec.tls`, HTTPS at the edge
+with a self-signed certificate made for this run (said so; the declared certificateRefs
+are cluster Secrets, not read here); with `spec.auth`, a throw-away API key per caller
+(every caller a ModelService allows, else one `demo` caller), held in memory and never
+printed, and the per-caller limits and allowed callers enforced by the same plugin.
 """
 from __future__ import annotations
 
@@ -27,8 +34,9 @@ from modelplane.gateway.process import ProcessError, Terminated, terminate_on_si
 from modelplane.redact import redact_url
 
 if TYPE_CHECKING:
+    from modelplane.api import Fleet
     from modelplane.gateway.config import ServiceRoute
-    from modelplane.gateway.local import LocalFleet
+    from modelplane.gateway.local import LocalFleet, LocalSecurity
     from modelplane.routing import Endpoint
 
 DEFAULT_DIR = "examples/kind"
@@ -91,6 +99,7 @@ def _run(args: argparse.Namespace) -> int:
     from modelplane.api import ManifestError, load_manifests
     from modelplane.gateway.fleet import fleet_routes, placement_endpoints
     from modelplane.gateway.local import LocalFleet
+    from modelplane.render import RenderError
     from modelplane.scheduler import place_fleet
 
     if args.n < 1:
@@ -113,9 +122,16 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     placement = place_fleet(fleet)
     print("\n".join(_placement_lines(placement)), flush=True)
+    try:
+        security = local_security(fleet)
+    except RenderError as e:
+        print(f"demo: {_say(str(e))}", file=sys.stderr)
+        return 2
 
     failed = 0
-    with LocalFleet() as local:
+    with LocalFleet(security=security) as local:
+        keys = _callers(local, fleet)
+        print("\n".join(_security_lines(local, keys)), flush=True)
         endpoints = []
         for ep in placement_endpoints(fleet, placement):
             if ep.external:
@@ -129,11 +145,65 @@ def _run(args: argparse.Namespace) -> int:
         for r in routes:
             if not r.backends:
                 continue
-            res = run_split(local.service_url(r.namespace, r.name), args.n)
+            caller = _caller_for(fleet, r.namespace, r.name, keys)
+            res = run_split(local.service_url(r.namespace, r.name), args.n, api_key=keys.get(caller or ""),
+                            cafile=local.edge_cert.cert if local.edge_cert else None)
+            if caller:
+                print(f"{r.namespace}/{r.name}: as caller {caller}", flush=True)
             failed += res.failed
             print(format_result(res, _idle(r, endpoints)), flush=True)
     print(STOPPED)
     return 1 if failed else 0
+
+
+DEMO_CALLER = "demo"
+
+
+def local_security(fleet: Fleet) -> LocalSecurity:
+    """The protections the local data path runs with: the fleet's InferenceGateway's, as the
+    cluster plan reads them (modelplane.plan.gateway), and mutual TLS between the hops."""
+    from modelplane.gateway.local import LocalSecurity  # imported when the demo runs (see _run)
+    from modelplane.plan.gateway import plan_edge
+
+    edge = plan_edge(fleet).security
+    if edge is None:
+        return LocalSecurity(edge_tls=False, auth=False)
+    return LocalSecurity(edge_tls=edge.tls is not None, auth=edge.auth, plain_http=edge.plain_http,
+                         limits=edge.limits, allowed=dict(edge.allowed))
+
+
+def _callers(local: LocalFleet, fleet: Fleet) -> dict[str, str]:
+    """A throw-away key per caller identity when the gateway authenticates (never printed)."""
+    if local.security is None or not local.security.auth:
+        return {}
+    names = sorted({c for callers in local.security.allowed.values() for c in callers}) or [DEMO_CALLER]
+    if any(not svc.spec.allowed_callers for svc in fleet.services.values()) and DEMO_CALLER not in names:
+        names.append(DEMO_CALLER)
+    keys = {name: secrets.token_urlsafe(24) for name in names}
+    local.set_callers(keys)
+    return keys
+
+
+def _caller_for(fleet: Fleet, namespace: str, service: str, keys: dict[str, str]) -> str | None:
+    if not keys:
+        return None
+    allowed = fleet.services[(namespace, service)].spec.allowed_callers
+    return allowed[0] if allowed else DEMO_CALLER
+
+
+def _security_lines(local: LocalFleet, keys: dict[str, str]) -> list[str]:
+    sec = local.security
+    lines = ["data path:", "  between the hops: mutual TLS, from a CA made for this run"]
+    if sec is not None and sec.edge_tls:
+        plain = {"Refuse": "refused", "Redirect": "redirected"}[sec.plain_http]
+        lines.append(f"  edge: HTTPS with a SELF-SIGNED certificate made for this run (plain HTTP: {plain}); "
+                     "clients must be given it to trust")
+    else:
+        lines.append("  edge: plain HTTP (the InferenceGateway has no spec.tls)")
+    if keys:
+        lines.append(f"  callers: {', '.join(sorted(keys))}, each with a throw-away API key (kept in memory, "
+                     "never printed)")
+    return lines
 
 
 def _idle(route: ServiceRoute, endpoints: list[Endpoint]) -> dict[str, str]:

@@ -15,8 +15,10 @@ import argparse
 import contextlib
 import ipaddress
 import math
+import os
 import re
 import socket
+import ssl
 import sys
 import threading
 import time
@@ -120,15 +122,27 @@ class _Deadline:
             sock.shutdown(socket.SHUT_RDWR)
 
 
+def tls_context(cafile: str | None) -> ssl.SSLContext:
+    """Server certificates verified against the system's roots, or only against `cafile`
+    (a self-signed edge certificate, a private CA)."""
+    return ssl.create_default_context(cafile=cafile) if cafile else ssl.create_default_context()
+
+
 def run_split(url: str, n: int = 200, model: str = "default", timeout: float = 10.0,
-              on_request: Callable[[int, SplitResult], None] | None = None) -> SplitResult:
-    """Send n requests; `on_request(i, result)` runs after each (fault tests use it)."""
+              on_request: Callable[[int, SplitResult], None] | None = None, *,
+              api_key: str | None = None, cafile: str | None = None,
+              verify: ssl.SSLContext | None = None) -> SplitResult:
+    """Send n requests; `on_request(i, result)` runs after each (fault tests use it).
+    `api_key` is sent as `Authorization: Bearer`; https answers are verified against
+    `verify`, else `cafile`, else the system's roots."""
     target = url.rstrip("/") + "/v1/chat/completions"
     body = {"model": model, "messages": [{"role": "user", "content": "who are you?"}]}
     res = SplitResult(url)
     start = time.perf_counter()
     limits = httpx.Limits(max_keepalive_connections=0)  # see _Deadline
-    with httpx.Client(timeout=timeout, limits=limits) as client:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    context = verify if verify is not None else tls_context(cafile)
+    with httpx.Client(timeout=timeout, limits=limits, headers=headers, verify=context) as client:
         try:
             for i in range(n):
                 res.sequence.append(_one(client, target, body, timeout, res))
@@ -227,6 +241,41 @@ def _is_ip(host: str) -> bool:
     return True
 
 
+MAX_KEY_BYTES = 4096
+
+
+class ApiKeySourceError(ValueError):
+    """Why --api-key could not be read; never quotes the key."""
+
+
+def read_api_key(source: str, stdin: Any = None) -> str:
+    """The API key named by `source`: `env:VAR`, `file:PATH` or `-` (standard input). Never the
+    key itself on the command line, where the process list and shell history would show it."""
+    if source == "-":
+        text = (stdin or sys.stdin).read(MAX_KEY_BYTES + 1)
+        where = "standard input"
+    elif source.startswith("env:"):
+        name = source[4:]
+        text, where = os.environ.get(name, ""), f"environment variable {printable(name)}"
+    elif source.startswith("file:"):
+        path = source[5:]
+        where = f"file {printable(path, 500)}"
+        try:
+            with open(path, "rb") as fh:
+                text = fh.read(MAX_KEY_BYTES + 1).decode("utf-8", "replace")
+        except OSError as e:
+            raise ApiKeySourceError(f"--api-key: {where} cannot be read ({e.strerror or e})") from None
+    else:
+        raise ApiKeySourceError("--api-key takes env:VAR, file:PATH or - (standard input), never the key itself: "
+                                "on the command line it would show in the process list and the shell history")
+    if len(text) > MAX_KEY_BYTES:
+        raise ApiKeySourceError(f"--api-key: {where} holds more than {MAX_KEY_BYTES} bytes")
+    key = text.strip()
+    if not key or any(c.isspace() or not c.isprintable() for c in key):
+        raise ApiKeySourceError(f"--api-key: {where} holds no key (empty, or with spaces or control characters)")
+    return key
+
+
 def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser("split", help="send N requests through a service URL and count who served them")
     p.add_argument("url", help="service URL, e.g. http://127.0.0.1:8000/ml-team/chat")
@@ -234,6 +283,12 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument("--model", default="default", help="model name sent in the request body")
     p.add_argument("--timeout", type=seconds, default=10.0,
                    help="seconds each whole request may take, body included (default 10)")
+    p.add_argument("--api-key", metavar="SOURCE", default=None,
+                   help="send the caller's API key (Authorization: Bearer), read from env:VAR, file:PATH or - "
+                        "(standard input); never the key itself")
+    p.add_argument("--cacert", metavar="FILE", default=None,
+                   help="verify https answers against this certificate (a self-signed edge certificate, a "
+                        "private CA) instead of the system's roots")
     p.set_defaults(func=run)
 
 
@@ -246,8 +301,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"split: {printable(redact_url(args.url), 2000)}: {problem}", file=sys.stderr)
         return 2
     try:
+        key = read_api_key(args.api_key) if args.api_key is not None else None
+        if args.cacert is not None and not os.path.isfile(args.cacert):
+            raise ApiKeySourceError(f"--cacert: {printable(args.cacert, 500)} is not a readable file")
+        verify = tls_context(args.cacert)
+    except ApiKeySourceError as e:
+        print(f"split: {e}", file=sys.stderr)
+        return 2
+    except (ssl.SSLError, OSError) as e:
+        print(f"split: --cacert: not a certificate file ({type(e).__name__})", file=sys.stderr)
+        return 2
+    try:
         with terminate_on_signals():
-            res = run_split(args.url, args.n, args.model, args.timeout)
+            res = run_split(args.url, args.n, args.model, args.timeout, api_key=key, verify=verify)
     except Terminated as t:
         print(f"split: interrupted by {t.name}", file=sys.stderr)
         return 128 + t.signum

@@ -30,7 +30,22 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
+from modelplane.gateway.security import (
+    PLAIN,
+    EdgeSecurity,
+    HopTls,
+    auth_middleware,
+    auth_middleware_name,
+    egress_transport,
+    hop_transport_name,
+    hop_transports,
+    hop_url,
+    plugin_static,
+    redirect_router,
+    tls_section,
+)
 from modelplane.routing import Credential, Endpoint, WeightedBackend, cluster_weights
 
 WEB = "web"
@@ -148,11 +163,15 @@ def control_plane_config(
     cluster_gateways: Mapping[str, str],
     egress_urls: Mapping[tuple[str, str], str] | None = None,
     tuning: Tuning = Tuning(),
+    edge: EdgeSecurity | None = None,
+    hop: HopTls | None = None,
 ) -> Config:
     """Dynamic config of the control-plane gateway.
 
-    `cluster_gateways`: workload cluster name -> base URL of its gateway.
-    `egress_urls`: external endpoint key -> URL of its egress entrypoint.
+    `cluster_gateways`: workload cluster name -> base URL of its gateway (with `hop`, dialled
+    over HTTPS whatever scheme it names). `egress_urls`: external endpoint key -> URL of its
+    egress entrypoint. `edge`: HTTPS and caller authentication towards callers; `hop`: mutual
+    TLS towards the workload gateways (modelplane.gateway.security).
     """
     egress_urls = egress_urls or {}
     missing = sorted({b.endpoint.cluster for r in routes for b in r.backends
@@ -162,6 +181,8 @@ def control_plane_config(
                          "route with fleet_routes(..., reachable_clusters=...) to leave them out")
     routers: Config = {}
     services: Config = {}
+    middlewares: Config = {}
+    dialled: set[str] = set()
     for r in routes:
         if not r.backends:
             continue  # reference: no ready endpoint anywhere -> no route (404)
@@ -172,10 +193,15 @@ def control_plane_config(
             children = []
             for cluster, weight in cluster_weights(tier).items():
                 child = f"{tname}-c-{_id(cluster)}"
-                services[child] = {"loadBalancer": {
-                    "servers": [{"url": cluster_gateways[cluster]}],
+                lb: Config = {
+                    "servers": [{"url": hop_url(cluster_gateways[cluster], hop)}],
                     "healthCheck": _health(tier_health_path(r, tier[0].priority), tuning),
-                }}
+                }
+                if hop is not None:
+                    # Health checks use the service's transport: they present the client cert too.
+                    lb["serversTransport"] = hop_transport_name(cluster)
+                    dialled.add(cluster)
+                services[child] = {"loadBalancer": lb}
                 children.append({"name": child, "weight": weight})
             for b in tier:
                 ep = b.endpoint
@@ -190,28 +216,51 @@ def control_plane_config(
             services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
             tier_names.append(tname)
         top = _failover_chain(base, tier_names, services)
+        chain = ["retry"]
+        if edge is not None and edge.auth:
+            # First: no request reaches the retry buffer, let alone a backend, unauthenticated.
+            auth = auth_middleware_name(r.namespace, r.name)
+            middlewares[auth] = auth_middleware(edge, r.namespace, r.name)
+            chain.insert(0, auth)
         routers[base] = {
             "entryPoints": [WEB],
             "rule": f"PathPrefix(`{r.prefix}/`)",
-            "middlewares": ["retry"],
+            "middlewares": chain,
             "service": top,
         }
+        if edge is not None and edge.tls is not None:
+            routers[base]["tls"] = {}
     statuses = CONTROL_PLANE_RETRY_STATUS if tuning.retry_on_5xx else ()
-    return _dynamic(routers, services, {"retry": _retry(tuning, statuses)})
+    middlewares["retry"] = _retry(tuning, statuses)
+    extra: Config = {}
+    if hop is not None and dialled:
+        extra["serversTransports"] = hop_transports(hop, sorted(dialled))
+    tls = None
+    if edge is not None and edge.tls is not None:
+        tls = tls_section(edge.tls, more=edge.more_certs)
+        if edge.plain_http == "Redirect":
+            redirect_routers, redirect_mws = redirect_router()
+            routers.update(redirect_routers)
+            middlewares.update(redirect_mws)
+    return _dynamic(routers, services, middlewares, extra, tls)
 
 
 def egress_config(
     routes: Sequence[ServiceRoute],
     secret_value: Callable[[str, Credential], str] | None = None,
     tuning: Tuning = Tuning(),
+    roots: str | None = None,
 ) -> Config:
     """Routers on the egress entrypoints: rewrite to the provider's prefix, attach the key.
 
     `secret_value(namespace, credential)` returns the API key; the result of this
     function therefore contains secrets and must be stored as a Secret, never logged.
+    An https provider's certificate is verified for its host name, against `roots` (a CA
+    bundle file in the gateway) when given.
     """
     routers: Config = {}
     services: Config = {}
+    transports: Config = {}
     # Names differ from the control-plane dict's: both files load into one Traefik,
     # and the file provider rejects a name defined twice.
     middlewares: Config = {"egress-retry": _retry(tuning, HOP_RETRY_STATUS)}
@@ -231,12 +280,19 @@ def egress_config(
         mws.append("egress-retry")
         routers[name] = {"entryPoints": [name], "rule": "PathPrefix(`/`)", "middlewares": mws, "service": name}
         # The provider sees its own host name, never the gateway's.
-        services[name] = {"loadBalancer": {"servers": [{"url": ep.url}], "passHostHeader": False}}
-    return _dynamic(routers, services, middlewares)
+        lb: Config = {"servers": [{"url": ep.url}], "passHostHeader": False}
+        parts = urlsplit(ep.url)
+        if parts.scheme == "https" and parts.hostname:
+            transports.update(egress_transport(name, parts.hostname, roots))
+            lb["serversTransport"] = name
+        services[name] = {"loadBalancer": lb}
+    return _dynamic(routers, services, middlewares, {"serversTransports": transports} if transports else None)
 
 
-def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning = Tuning()) -> Config:
-    """Dynamic config of one workload cluster's gateway: its local replicas only."""
+def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning = Tuning(),
+                    hop: HopTls | None = None) -> Config:
+    """Dynamic config of one workload cluster's gateway: its local replicas only. With `hop`
+    it serves HTTPS only and only to clients presenting a certificate from the hop CA."""
     routers: Config = {}
     services: Config = {}
     middlewares: Config = {"retry": _retry(tuning, HOP_RETRY_STATUS)}
@@ -288,7 +344,11 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
         middlewares[strip] = {"stripPrefix": {"prefixes": [f"/{ep.namespace}/{ep.name}"]}}
         routers[child] = {"entryPoints": [WEB], "rule": f"PathPrefix(`/{ep.namespace}/{ep.name}/`)",
                           "priority": 50, "middlewares": [strip], "service": child}
-    return _dynamic(routers, services, middlewares)
+    if hop is None:
+        return _dynamic(routers, services, middlewares)
+    for router in routers.values():
+        router["tls"] = {}
+    return _dynamic(routers, services, middlewares, tls=tls_section(hop.cert, client_ca=hop.ca_file))
 
 
 def static_config(
@@ -299,9 +359,16 @@ def static_config(
     throttle: str | None = None,
     *,
     api: bool = False,
+    plugins: bool = False,
+    plain_address: str | None = None,
 ) -> Config:
-    """Traefik static config: file provider watching a directory, no access log."""
+    """Traefik static config: file provider watching a directory, no access log.
+
+    `plugins`: load the callerauth plugin (from ./plugins-local/src/ of Traefik's working
+    directory); `plain_address`: the entry point that only redirects plain HTTP to HTTPS."""
     eps = {WEB: {"address": web_address}}
+    if plain_address:
+        eps[PLAIN] = {"address": plain_address}
     for name, addr in (extra_entrypoints or {}).items():
         eps[name] = {"address": addr}
     cfg: Config = {
@@ -309,7 +376,11 @@ def static_config(
         "entryPoints": eps,
         "providers": {"file": {"directory": dynamic_dir, "watch": True}},
         "log": {"level": "ERROR", "noColor": True},
+        # Said, not defaulted: no backend certificate is ever accepted unverified.
+        "serversTransport": {"insecureSkipVerify": False},
     }
+    if plugins:
+        cfg["experimental"] = plugin_static()
     if throttle:
         # Traefik waits this long (default 2s) before applying a changed file.
         cfg["providers"]["providersThrottleDuration"] = throttle
@@ -323,7 +394,8 @@ def static_config(
     return cfg
 
 
-def _dynamic(routers: Config, services: Config, middlewares: Config) -> Config:
+def _dynamic(routers: Config, services: Config, middlewares: Config, extra: Config | None = None,
+             tls: Config | None = None) -> Config:
     http: Config = {}
     if routers:
         http["routers"] = routers
@@ -331,4 +403,8 @@ def _dynamic(routers: Config, services: Config, middlewares: Config) -> Config:
         http["services"] = services
     if middlewares:
         http["middlewares"] = middlewares
-    return {"http": http}
+    http.update(extra or {})
+    out: Config = {"http": http}
+    if tls is not None:
+        out["tls"] = tls
+    return out

@@ -11,6 +11,11 @@ program, applied through the file provider's watch, not a restart.
 
 Every process joins the fleet's ProcessGroup, whose watchdog removes the work directory
 and stops whatever is left when `stop()` closes it, or when this process dies.
+
+With `security` (LocalSecurity) the data path runs as a deployed one does: HTTPS at the
+edge with a self-signed certificate made for this fleet, API keys checked by the
+callerauth plugin (`set_callers`), and mutual TLS between the hops from a CA made for
+this fleet. Certificates, keys and API key files live in the work directory, 0600.
 """
 from __future__ import annotations
 
@@ -19,10 +24,11 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 
+from modelplane.gateway import pki
 from modelplane.gateway.config import (
     ServiceRoute,
     Tuning,
@@ -41,16 +47,58 @@ from modelplane.gateway.process import (
     shielded,
     stop_all,
 )
+from modelplane.gateway.security import (
+    PLAIN,
+    CallerLimits,
+    CertFiles,
+    EdgeSecurity,
+    HopTls,
+    PlainHttp,
+    hop_server_name,
+)
 from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights
 
 # Short intervals so tests observe health changes within a second or two.
 FAST = Tuning(health_interval="250ms", health_timeout="1s")  # generous timeout: CI boxes are busy
+EDGE_NAMES = ("127.0.0.1", "localhost")
+
+
+@dataclass(frozen=True)
+class LocalSecurity:
+    """Which protections the local data path runs with (all on by default)."""
+
+    edge_tls: bool = True
+    auth: bool = True
+    mtls: bool = True
+    plain_http: PlainHttp = "Refuse"
+    limits: CallerLimits = CallerLimits()
+    # (namespace, service) -> callers it accepts (ModelService spec.allowedCallers)
+    allowed: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a secret file atomically, readable by this user only."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def write_pair(directory: Path, stem: str, pair: pki.KeyPair) -> CertFiles:
+    files = CertFiles(str(directory / f"{stem}.crt"), str(directory / f"{stem}.key"))
+    write_private(Path(files.cert), pair.cert_pem)
+    write_private(Path(files.key), pair.key_pem)
+    return files
 
 
 class LocalFleet:
-    def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None) -> None:
+    def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None,
+                 security: LocalSecurity | None = None, egress_roots: str | None = None) -> None:
         self.tuning = tuning
         self.secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
+        self.security = security
+        self.egress_roots = egress_roots    # CA bundle the egress verifies providers against
         with shielded():
             self.work_dir = Path(tempfile.mkdtemp(prefix="modelplane-local-"))
             try:
@@ -58,6 +106,13 @@ class LocalFleet:
             except BaseException:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
                 raise
+        self.pki_dir = self.work_dir / "pki"
+        self.keys_dir = self.work_dir / "callers"
+        self.edge_cert: CertFiles | None = None
+        self._ca: pki.KeyPair | None = None
+        self.ca_file: str | None = None
+        self._client: CertFiles | None = None
+        self._servers: dict[str, CertFiles] = {}
         self.engines: dict[str, Engine] = {}
         self.workload: dict[str, Traefik] = {}
         self.offline: set[str] = set()     # clusters whose gateway was taken down (take_offline)
@@ -66,6 +121,61 @@ class LocalFleet:
         # and requests arriving meanwhile wait in the backlog instead of being refused).
         self._control_sockets: dict[str, socket.socket] = {}
         self._procs: list[Managed] = []
+        if security is not None:
+            try:
+                self._make_pki(security)
+            except BaseException:
+                self.stop()   # the watchdog and the work directory, certificates included
+                raise
+
+    def _make_pki(self, security: LocalSecurity) -> None:
+        self.pki_dir.mkdir(mode=0o700)
+        self.keys_dir.mkdir(mode=0o700)
+        if security.edge_tls:
+            self.edge_cert = write_pair(self.pki_dir, "edge", pki.self_signed(EDGE_NAMES))
+        if security.mtls:
+            self._ca = pki.new_ca("modelplane local hop CA")
+            self.ca_file = str(self.pki_dir / "hop-ca.crt")
+            write_private(Path(self.ca_file), self._ca.cert_pem)
+            self._client = write_pair(self.pki_dir, "control-plane-client",
+                                      pki.issue(self._ca, "control-plane", "client"))
+
+    def server_cert(self, cluster: str) -> CertFiles:
+        """The workload gateway's certificate from the hop CA, issued to its hop server name."""
+        assert self._ca is not None
+        if cluster not in self._servers:
+            name = hop_server_name(cluster)
+            self._servers[cluster] = write_pair(self.pki_dir, f"gateway-{cluster}",
+                                                pki.issue(self._ca, name, "server", [name]))
+        return self._servers[cluster]
+
+    def issue_client(self, name: str, *, other_ca: bool = False) -> CertFiles:
+        """A client certificate from the hop CA (or from a CA of its own, which no gateway trusts)."""
+        ca = pki.new_ca("some other CA") if other_ca or self._ca is None else self._ca
+        return write_pair(self.pki_dir, f"client-{name}", pki.issue(ca, name, "client"))
+
+    def set_callers(self, callers: Mapping[str, str]) -> None:
+        """Exactly these callers (identity -> API key, or `sha256:<hex>`), each file replaced
+        atomically: what a Secret volume's update does, seen by the next request."""
+        assert self.security is not None and self.security.auth, "LocalFleet(security=...) with auth"
+        for old in self.keys_dir.iterdir():
+            if old.name not in callers:
+                old.unlink()
+        for name, key in callers.items():
+            write_private(self.keys_dir / name, key)
+
+    def _edge(self) -> EdgeSecurity | None:
+        sec = self.security
+        if sec is None:
+            return None
+        return EdgeSecurity(tls=self.edge_cert, plain_http=sec.plain_http,
+                            keys_dir=str(self.keys_dir) if sec.auth else None, limits=sec.limits,
+                            allowed=sec.allowed)
+
+    def _hop(self, cluster: str | None = None) -> HopTls | None:
+        if self.ca_file is None or self._client is None:
+            return None
+        return HopTls(self.ca_file, self.server_cert(cluster) if cluster else self._client)
 
     # -- lifecycle --------------------------------------------------------------
     def __enter__(self) -> LocalFleet:
@@ -125,6 +235,9 @@ class LocalFleet:
                     self._procs.append(self.workload[c])
                 fresh.append(self.workload[c])
         wanted = {egress_entrypoint(ep) for ep in externals}
+        sec = self.security
+        if sec is not None and sec.edge_tls and sec.plain_http == "Redirect":
+            wanted.add(PLAIN)
         if self.control is None or not wanted <= set(self._control_sockets):
             # Entrypoints are static configuration: a new egress needs a new process,
             # on the same sockets so service URLs stay valid.
@@ -135,7 +248,8 @@ class LocalFleet:
                 for name in ["web", *sorted(wanted)]:
                     if name not in self._control_sockets:
                         self._control_sockets[name] = listen_socket()
-                self.control = Traefik("control-plane", self.work_dir, self._control_sockets, group=self.group)
+                self.control = Traefik("control-plane", self.work_dir, self._control_sockets, group=self.group,
+                                       plugins=sec is not None and sec.auth)
                 self._procs.append(self.control)
             fresh.append(self.control)
         for gw in fresh:
@@ -159,15 +273,15 @@ class LocalFleet:
         externals = external_endpoints(routes)
         self._start_gateways(clusters, externals)
         # Workload gateways first: the control plane's health checks probe them.
-        pending = [(self.workload[c], self.workload[c].write(workload_config(c, routes, self.tuning)))
+        pending = [(self.workload[c], self.workload[c].write(workload_config(c, routes, self.tuning, self._hop(c))))
                    for c in clusters if c not in self.offline]
         for gw, marker in pending:
             gw.wait_loaded(marker)
         assert self.control is not None  # started above
         egress_urls = {ep.key: self.egress_url(ep) for ep in externals}
         cp = control_plane_config(routes, {c: gw.url for c, gw in self.workload.items()},
-                                  egress_urls, self.tuning)
-        self.control.apply(cp, secret=egress_config(routes, self._secret, self.tuning))
+                                  egress_urls, self.tuning, edge=self._edge(), hop=self._hop())
+        self.control.apply(cp, secret=egress_config(routes, self._secret, self.tuning, roots=self.egress_roots))
         return routes
 
     def take_offline(self, cluster: str) -> None:
@@ -177,6 +291,15 @@ class LocalFleet:
         self.workload[cluster].stop()
         self.offline.add(cluster)
 
-    def service_url(self, namespace: str, service: str) -> str:
+    @property
+    def edge_url(self) -> str:
+        """The control-plane gateway's base URL, https when the edge has TLS."""
         assert self.control is not None, "route() first"
-        return f"{self.control.url}/{namespace}/{service}"
+        return self.control.url.replace("http://", "https://", 1) if self.edge_cert else self.control.url
+
+    def plain_url(self) -> str:
+        """Redirect mode: the plain-HTTP listener that only redirects."""
+        return f"http://127.0.0.1:{self._control_sockets[PLAIN].getsockname()[1]}"
+
+    def service_url(self, namespace: str, service: str) -> str:
+        return f"{self.edge_url}/{namespace}/{service}"

@@ -36,6 +36,7 @@ from typing import Any
 import yaml
 
 from modelplane.gateway.config import Config, static_config
+from modelplane.gateway.security import PLUGINS_DIR
 
 HERE = Path(__file__).resolve().parent
 WATCHDOG = HERE / "watchdog.py"
@@ -191,7 +192,7 @@ class Managed:
     """
 
     def __init__(self, name: str, argv: list[str], log_dir: Path, env: Mapping[str, str] | None = None,
-                 group: ProcessGroup | None = None, pass_fds: Sequence[int] = ()) -> None:
+                 group: ProcessGroup | None = None, pass_fds: Sequence[int] = (), cwd: Path | None = None) -> None:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
@@ -199,7 +200,7 @@ class Managed:
         try:
             self.proc = subprocess.Popen(
                 argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, pass_fds=tuple(pass_fds), **placement,
+                env=env, pass_fds=tuple(pass_fds), cwd=cwd, **placement,
             )
         except BaseException:
             self._log.close()
@@ -270,7 +271,7 @@ class Traefik(Managed):
     INTERNAL = "traefik"
 
     def __init__(self, name: str, work_dir: Path, sockets: Mapping[str, socket.socket] | None = None,
-                 *, api: bool = False, group: ProcessGroup | None = None) -> None:
+                 *, api: bool = False, group: ProcessGroup | None = None, plugins: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_dir))
         self.dynamic_dir = self.dir / "dynamic"
         self.dynamic_dir.mkdir()
@@ -284,14 +285,18 @@ class Traefik(Managed):
             self.generation = 0
             extra = {ep: f"127.0.0.1:{port_of(s)}" for ep, s in all_sockets.items() if ep not in ("web", self.INTERNAL)}
             static = static_config(f"127.0.0.1:{self.port}", str(self.dynamic_dir), extra,
-                                   api_address=f"127.0.0.1:{self.internal_port}", throttle="100ms", api=api)
+                                   api_address=f"127.0.0.1:{self.internal_port}", throttle="100ms", api=api,
+                                   plugins=plugins)
+            if plugins:
+                # Traefik reads local plugins from ./plugins-local of its working directory.
+                (self.dir / "plugins-local").symlink_to(PLUGINS_DIR, target_is_directory=True)
             static_path = self.dir / "traefik.yaml"
             static_path.write_text(yaml.safe_dump(static, sort_keys=False))
             fds = [s.fileno() for s in all_sockets.values()]
             named = [f"{ep}={s.fileno()}" for ep, s in all_sockets.items()]
             argv = [sys.executable, "-I", "-S", str(LISTEN_FDS), *named,
                     "--", traefik_binary(), f"--configFile={static_path}"]
-            super().__init__(name, argv, work_dir, None, group, fds)
+            super().__init__(name, argv, work_dir, None, group, fds, cwd=self.dir)
         finally:
             for s in own.values():
                 s.close()

@@ -33,6 +33,7 @@ from modelplane.render.gateway import (
     egress_configmap,
     egress_keys,
     gateway_objects,
+    plugin_configmap,
     static_gateway_url,
     workload_gateway_name,
 )
@@ -46,6 +47,7 @@ from modelplane.routing import WeightedBackend
 from modelplane.scheduler import FleetPlacement, PlacedReplica, candidate_clusters
 from modelplane.storage import cache_storage_class
 
+from .gateway import control_hop, hop_need, hop_volume, plan_edge
 from .types import (
     CachePlan,
     ClusterFacts,
@@ -77,14 +79,16 @@ class PlanError(RenderError):
 def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
     """What a workload cluster runs whatever the placement."""
     spec = _cluster(fleet, cluster)
+    gateway = workload_gateway_name(cluster)
     return ClusterFoundation(
         name=cluster,
         system_namespace=render_system_namespace(cluster),
         pool_labeler=tuple(render_pool_labeler(spec, fleet)),
         kai_queue=render_kai_queue() if dynamo(spec) else None,
         charts=tuple(chart_specs(spec, fleet)),
-        gateway=tuple(gateway_objects(workload_gateway_name(cluster),
-                                      node_port=NODE_PORT if spec.source == "Kind" else None)),
+        gateway=tuple(gateway_objects(gateway, node_port=NODE_PORT if spec.source == "Kind" else None,
+                                      secrets=[hop_volume(gateway)], tls=True)),
+        hop=hop_need(gateway, f"the hop certificate of cluster {cluster}'s gateway (mutual TLS)"),
     )
 
 
@@ -223,11 +227,6 @@ def plan_with_facts(fleet: Fleet, cluster: str, placed: Sequence[Placed], facts:
 def control_plane_cluster(fleet: Fleet, default: ControlPlane) -> tuple[str, bool, bool]:
     """(cluster, is a fleet cluster, is Kind) the control-plane gateway runs on."""
     gw = fleet.control_gateway()
-    if gw is not None and (gw.spec.tls or gw.spec.auth):
-        # Refuse rather than serve plain HTTP to callers who asked for TLS or API keys.
-        raise PlanError(f"{fleet.source_of(gw)}: InferenceGateway {gw.metadata.name}: spec.tls and spec.auth "
-                        "are not implemented yet; remove them (the gateway serves plain HTTP without caller "
-                        "authentication) or terminate TLS and authenticate in front of it")
     if gw is not None and gw.spec.cluster_name:
         name = gw.spec.cluster_name
         if name not in fleet.clusters:
@@ -244,13 +243,19 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
     cluster, in_fleet, kind = control_plane_cluster(fleet, control)
     static = fleet_routes_for(fleet, FleetPlacement([]))
     mode: EgressMode | None = egress if any(b.endpoint.external for r in static for b in r.backends) else None
+    edge = plan_edge(fleet)
     gateway = gateway_objects(CONTROL_GATEWAY, node_port=CONTROL_NODE_PORT if kind else None,
-                              static_routes=static, egress=mode)
+                              static_routes=static, egress=mode, secrets=[hop_volume(CONTROL_GATEWAY), *edge.volumes],
+                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect)
     if mode == "reference":
         gateway.append(egress_configmap(CONTROL_GATEWAY, static))
+    if edge.auth:
+        gateway.append(plugin_configmap(CONTROL_GATEWAY))
     return ControlPlan(cluster=cluster, in_fleet=in_fleet, kind=kind, static_routes=static,
                        system_namespace=render_system_namespace(cluster), gateway=tuple(gateway),
-                       egress_mode=mode, egress=tuple(egress_keys(static)))
+                       egress_mode=mode, egress=tuple(egress_keys(static)), edge=edge, hop=control_hop(fleet),
+                       hop_secret=hop_need(CONTROL_GATEWAY, "the control-plane gateway's client certificate for "
+                                                            "the workload gateways (mutual TLS)"))
 
 
 def plan_fleet(fleet: Fleet, placement: FleetPlacement, control: ControlPlane = ControlPlane(),
@@ -274,6 +279,6 @@ def gitops_gateway_urls(fleet: Fleet) -> tuple[dict[str, str], list[str]]:
         if url is None:
             warnings.append(f"InferenceCluster {name}: no spec.gateway.hostname, so the rendered control-plane "
                             "routes cannot name its gateway; set one for the GitOps path")
-            url = f"http://{name}.gateway.invalid"
+            url = f"https://{name}.gateway.invalid"
         urls[name] = url
     return urls, warnings

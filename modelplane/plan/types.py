@@ -4,17 +4,20 @@ and `demo` share (docs/design.md, "One cluster plan")."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.gateway.config import ServiceRoute, control_plane_config, workload_config
+from modelplane.gateway.security import EdgeSecurity, HopTls
 from modelplane.render.gateway import (
     CONTROL_GATEWAY,
     EgressKey,
     EgressMode,
+    SecretVolume,
     egress_urls,
     routes_configmap,
     workload_gateway_name,
+    workload_hop,
 )
 from modelplane.render.serving import ChartSpec
 from modelplane.scheduler import FleetPlacement, PlacedReplica
@@ -62,6 +65,29 @@ class SecretNeed:
 
 
 @dataclass(frozen=True)
+class EdgePlan:
+    """The control-plane gateway's edge: what Traefik runs and what it mounts."""
+
+    security: EdgeSecurity | None = None        # None: plain HTTP, no caller keys
+    volumes: tuple[SecretVolume, ...] = ()
+    needs: tuple[SecretNeed, ...] = ()
+    self_signed: bool = False
+    callers_labels: dict[str, str] = field(default_factory=dict)   # what the callers Secret carries
+
+    @property
+    def tls(self) -> bool:
+        return self.security is not None and self.security.tls is not None
+
+    @property
+    def auth(self) -> bool:
+        return self.security is not None and self.security.auth
+
+    @property
+    def redirect(self) -> bool:
+        return self.tls and self.security is not None and self.security.plain_http == "Redirect"
+
+
+@dataclass(frozen=True)
 class CachePlan:
     """One ModelCache staged on one cluster: its PVC and staging Job."""
 
@@ -103,6 +129,7 @@ class ClusterFoundation:
     kai_queue: Manifest | None          # Dynamo clusters
     charts: tuple[ChartSpec, ...]       # the serving stack (Helm, not manifests)
     gateway: tuple[Manifest, ...]       # the workload gateway's static ConfigMap, Deployment, Service
+    hop: SecretNeed | None = None       # its hop certificate's Secret (mutual TLS with the control plane)
 
     @property
     def gateway_name(self) -> str:
@@ -128,12 +155,14 @@ class ClusterPlan:
 
     @property
     def gateway_config(self) -> dict[str, Any]:
-        """The workload gateway's dynamic configuration: its local replicas, their weights."""
-        return workload_config(self.name, self.routes)
+        """The workload gateway's dynamic configuration: its local replicas, their weights,
+        served only over mutual TLS."""
+        return workload_config(self.name, self.routes, hop=workload_hop())
 
     @property
     def secrets(self) -> tuple[SecretNeed, ...]:
-        return tuple(c.token for c in self.caches if c.token is not None)
+        hop = (self.foundation.hop,) if self.foundation.hop is not None else ()
+        return hop + tuple(c.token for c in self.caches if c.token is not None)
 
     def objects(self) -> list[Manifest]:
         """Every manifest of the cluster's workload side, in apply order (the control-plane
@@ -162,15 +191,21 @@ class ControlPlan:
     egress_mode: EgressMode | None        # None: no hand-written endpoint
     egress: tuple[EgressKey, ...]         # the API keys it sends, named, never held
     name: str = CONTROL_GATEWAY
+    edge: EdgePlan = EdgePlan()           # HTTPS and caller keys towards callers (modelplane.plan.gateway)
+    hop: HopTls | None = None             # mutual TLS towards the workload gateways
+    hop_secret: SecretNeed | None = None  # its client certificate's Secret
 
     def routes_config(self, routes: Sequence[ServiceRoute], gateway_urls: Mapping[str, str]) -> dict[str, Any]:
         """Its dynamic configuration, given how it reaches each workload cluster's gateway."""
-        return control_plane_config(routes, gateway_urls, egress_urls(self.static_routes))
+        return control_plane_config(routes, gateway_urls, egress_urls(self.static_routes),
+                                    edge=self.edge.security, hop=self.hop)
 
     @property
     def secrets(self) -> tuple[SecretNeed, ...]:
-        return tuple(SecretNeed(SYSTEM_NAMESPACE, k.secret_name, k.secret_key, f'endpointApiKeys["{k.config_key}"]',
-                                f"the API key of credential {k.config_key}") for k in self.egress)
+        egress = tuple(SecretNeed(SYSTEM_NAMESPACE, k.secret_name, k.secret_key, f'endpointApiKeys["{k.config_key}"]',
+                                  f"the API key of credential {k.config_key}") for k in self.egress)
+        hop = (self.hop_secret,) if self.hop_secret is not None else ()
+        return hop + self.edge.needs + egress
 
     def objects(self, routes: Sequence[ServiceRoute], gateway_urls: Mapping[str, str]) -> list[Manifest]:
         objs = [] if self.in_fleet else [self.system_namespace]

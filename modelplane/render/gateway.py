@@ -10,6 +10,12 @@ API keys for hand-written endpoints (egress) reach Traefik one of two ways:
   (Traefik runs its file provider's files through Go templates with the sprig functions),
   and each variable comes from a Secret in `modelplane-system` that the user creates.
   GitOps output never holds a key's value.
+
+Certificates and caller keys are Secrets mounted as files (modelplane.gateway.security
+names the paths): each workload gateway's hop certificate (`<gateway>-hop`: ca.crt,
+tls.crt, tls.key), the control plane's client one, the edge certificates, and the callers'
+API keys (`<gateway>-callers`, one data key per caller identity). The callerauth plugin's Go
+sources travel as a ConfigMap mounted under Traefik's working directory.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import yaml
 
 from modelplane.api import InferenceCluster
 from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
+from modelplane.gateway.security import PLUGIN_MODULE, PLUGINS_DIR, CertFiles, HopTls, hop_server_name
 from modelplane.naming import child_name
 from modelplane.routing import Credential
 from modelplane.vocabulary import SYSTEM_NAMESPACE, Manifest
@@ -46,6 +53,67 @@ MAX_SECRET_NAME = 253
 
 EgressMode = Literal["secret", "reference"]
 
+# Inside the Traefik container. Traefik reads local plugins from ./plugins-local.
+WORK_DIR = "/modelplane"
+PLUGINS_MOUNT = f"{WORK_DIR}/plugins-local"
+HOP_DIR = "/etc/modelplane/hop"           # ca.crt, tls.crt, tls.key
+TLS_DIR = "/etc/modelplane/tls"           # one directory per edge certificate Secret
+CALLERS_DIR = "/etc/modelplane/callers"   # one file per caller identity
+PLAIN_PORT = 8080                         # Redirect mode: plain HTTP, redirected only
+# The roots the egress verifies providers' certificates against: the Traefik image's bundle.
+EGRESS_ROOTS = "/etc/ssl/certs/ca-certificates.crt"
+HOP_KEYS = ("ca.crt", "tls.crt", "tls.key")
+SELF_SIGNED_SECRET = f"{CONTROL_GATEWAY}-tls-self-signed"
+
+
+@dataclass(frozen=True)
+class SecretVolume:
+    """A Secret in modelplane-system the gateway mounts read-only at `mount`."""
+
+    secret: str
+    mount: str
+
+
+def hop_secret_name(gateway: str) -> str:
+    """The Secret with a gateway's hop certificate, its key and the hop CA."""
+    return f"{gateway}-hop"
+
+
+def callers_secret_name(gateway: str) -> str:
+    return f"{gateway}-callers"
+
+
+def hop_files(directory: str = HOP_DIR) -> tuple[str, CertFiles]:
+    return f"{directory}/ca.crt", CertFiles(f"{directory}/tls.crt", f"{directory}/tls.key")
+
+
+def workload_hop() -> HopTls:
+    """A workload gateway's side of the hop: its server certificate, client certs from the CA."""
+    ca, cert = hop_files()
+    return HopTls(ca, cert)
+
+
+def edge_cert_files(secret: str) -> CertFiles:
+    return CertFiles(f"{TLS_DIR}/{secret}/tls.crt", f"{TLS_DIR}/{secret}/tls.key")
+
+
+def hop_names(cluster: InferenceCluster) -> list[str]:
+    """The names a workload gateway's hop certificate is issued to: the stable hop name, and
+    the names the control plane may dial it by (a declared hostname, a Kind node's name)."""
+    names = [hop_server_name(cluster.metadata.name)]
+    if cluster.spec.gateway is not None and cluster.spec.gateway.hostname:
+        names.append(cluster.spec.gateway.hostname)
+    if cluster.source == "Kind":
+        names.append(f"{cluster.metadata.name}-control-plane")
+    return names
+
+
+def hop_server_names(clusters: Mapping[str, InferenceCluster]) -> dict[str, str]:
+    """What the control plane verifies each workload gateway's certificate for: its declared
+    hostname when it has one, else the stable hop name (modelplane.gateway.security)."""
+    return {name: c.spec.gateway.hostname for name, c in clusters.items()
+            if c.spec.gateway is not None and c.spec.gateway.hostname}
+
 
 def workload_gateway_name(cluster: str) -> str:
     return f"{cluster}-gateway"
@@ -65,16 +133,16 @@ def static_gateway_url(cluster: InferenceCluster) -> str | None:
     """How the control plane reaches a workload cluster's gateway, when it is known before
     the cluster exists (a declared hostname, or a Kind node's name)."""
     if cluster.spec.gateway is not None and cluster.spec.gateway.hostname:
-        return f"http://{cluster.spec.gateway.hostname}"
+        return f"https://{cluster.spec.gateway.hostname}"
     if cluster.source == "Kind":
         # Kind nodes are containers on one docker network, resolvable by name.
-        return f"http://{cluster.metadata.name}-control-plane:{NODE_PORT}"
+        return f"https://{cluster.metadata.name}-control-plane:{NODE_PORT}"
     return None
 
 
-def in_cluster_url(gateway: str) -> str:
+def in_cluster_url(gateway: str, *, tls: bool = False) -> str:
     """A gateway's address inside its own cluster."""
-    return f"http://{gateway}.{SYSTEM_NAMESPACE}.svc.cluster.local"
+    return f"{'https' if tls else 'http'}://{gateway}.{SYSTEM_NAMESPACE}.svc.cluster.local"
 
 
 @dataclass(frozen=True)
@@ -123,21 +191,39 @@ def egress_reference_config(routes: Sequence[ServiceRoute]) -> dict[str, Any]:
         env = by_credential[(f"{namespace}/{credential.secret_name}", credential.key)]
         return f'{{{{ env "{env}" }}}}'
 
-    return egress_config(routes, placeholder)
+    return egress_config(routes, placeholder, roots=EGRESS_ROOTS)
 
 
 def _labels(name: str) -> dict[str, str]:
     return component_labels("gateway", {"app": name})
 
 
+def plugin_files() -> dict[str, str]:
+    """The callerauth plugin's sources (tests excluded), file name -> text."""
+    src = PLUGINS_DIR / "src" / PLUGIN_MODULE
+    return {p.name: p.read_text() for p in sorted(src.iterdir())
+            if p.is_file() and (p.suffix in (".go", ".mod", ".yml")) and not p.name.endswith("_test.go")}
+
+
+def plugin_configmap(name: str) -> Manifest:
+    """The plugin's Go sources, which Traefik interprets (mounted under ./plugins-local/src/)."""
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": metadata(f"{name}-plugins", _labels(name), SYSTEM_NAMESPACE), "data": plugin_files()}
+
+
 def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence[ServiceRoute] = (),
-                    egress: EgressMode | None = None) -> list[Manifest]:
+                    egress: EgressMode | None = None, secrets: Sequence[SecretVolume] = (),
+                    tls: bool = False, plugins: bool = False, redirect: bool = False) -> list[Manifest]:
     """The Traefik static ConfigMap, Deployment and Service of one gateway. `static_routes`
     (the routes of hand-written endpoints) decide the egress entrypoints; `egress` how the
-    egress configuration is mounted, None for a gateway without any."""
+    egress configuration is mounted, None for a gateway without any. `secrets` are mounted
+    read-only; `tls`: the Service serves HTTPS on 443; `plugins`: the callerauth plugin is
+    loaded (its ConfigMap, `plugin_configmap`, is mounted); `redirect`: plain HTTP on 80 only
+    redirects."""
     labels = _labels(name)
     ports = egress_ports(static_routes)
-    static = static_config(f":{WEB_PORT}", CONFIG_DIR, {n: f"127.0.0.1:{p}" for n, p in ports.items()})
+    static = static_config(f":{WEB_PORT}", CONFIG_DIR, {n: f"127.0.0.1:{p}" for n, p in ports.items()},
+                           plugins=plugins, plain_address=f":{PLAIN_PORT}" if redirect else None)
     sources: list[Manifest] = [{"configMap": {"name": f"{name}-routes"}}]
     container: Manifest = {
         "name": "traefik", "image": TRAEFIK_IMAGE, "args": [f"--configFile={STATIC_DIR}/traefik.yaml"],
@@ -146,28 +232,41 @@ def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence
         "volumeMounts": [{"name": "static", "mountPath": STATIC_DIR},
                          {"name": "dynamic", "mountPath": CONFIG_DIR}],
     }
+    volumes: list[Manifest] = [{"name": "static", "configMap": {"name": f"{name}-static"}},
+                               {"name": "dynamic", "projected": {"sources": sources}}]
+    for i, s in enumerate(secrets):
+        container["volumeMounts"].append({"name": f"secret-{i}", "mountPath": s.mount, "readOnly": True})
+        volumes.append({"name": f"secret-{i}", "secret": {"secretName": s.secret, "defaultMode": 0o400}})
+    if plugins:
+        container["workingDir"] = WORK_DIR
+        container["volumeMounts"].append({"name": "plugins", "mountPath": PLUGINS_MOUNT, "readOnly": True})
+        volumes.append({"name": "plugins", "configMap": {"name": f"{name}-plugins", "items": [
+            {"key": f, "path": f"src/{PLUGIN_MODULE}/{f}"} for f in plugin_files()]}})
+    if redirect:
+        container["ports"].append({"name": "plain", "containerPort": PLAIN_PORT})
     if egress == "secret":
         sources.append({"secret": {"name": egress_name(name)}})
     elif egress == "reference":
         sources.append({"configMap": {"name": egress_name(name)}})
         container["env"] = [{"name": k.env, "valueFrom": {"secretKeyRef": {"name": k.secret_name, "key": k.secret_key}}}
                             for k in egress_keys(static_routes)]
-    port: Manifest = {"name": "web", "port": 80, "targetPort": WEB_PORT}
+    port: Manifest = {"name": "https" if tls else "web", "port": 443 if tls else 80, "targetPort": WEB_PORT}
     if node_port:
         port["nodePort"] = node_port
+    service_ports = [port]
+    if redirect:
+        service_ports.append({"name": "plain", "port": 80, "targetPort": PLAIN_PORT})
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(f"{name}-static", labels, SYSTEM_NAMESPACE),
          "data": {"traefik.yaml": dump(static)}},
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata(name, labels, SYSTEM_NAMESPACE), "spec": {
             "replicas": 1, "selector": {"matchLabels": {"app": name}},
             "template": {"metadata": {"labels": labels}, "spec": {
-                "containers": [container],
-                "volumes": [{"name": "static", "configMap": {"name": f"{name}-static"}},
-                            {"name": "dynamic", "projected": {"sources": sources}}]}}}},
+                "containers": [container], "volumes": volumes}}}},
         # A LoadBalancer Service is awaited until it has an address, which the service
         # URLs and the control plane's routes need.
         {"apiVersion": "v1", "kind": "Service", "metadata": metadata(name, labels, SYSTEM_NAMESPACE), "spec": {
-            "type": "NodePort" if node_port else "LoadBalancer", "selector": {"app": name}, "ports": [port]}},
+            "type": "NodePort" if node_port else "LoadBalancer", "selector": {"app": name}, "ports": service_ports}},
     ]
 
 

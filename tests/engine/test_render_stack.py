@@ -216,8 +216,9 @@ def test_program_errors_are_clean_and_name_the_manifest(make_stack, tmp_path):
     refused = tmp_path / "refused"
     scaling_fleet(refused, 1)
     (refused / "gateway.yaml").write_text(
-        "apiVersion: modelplane.ai/v1alpha1\nkind: InferenceGateway\nmetadata: {name: default}\n"
-        "spec: {clusterName: alpha, tls: {certificateRefs: [{name: cert}]}}\n")
+        # callers a service allows, on a gateway that authenticates nobody: refused by the plan
+        "apiVersion: modelplane.ai/v1alpha1\nkind: ModelService\nmetadata: {name: refused-chat, namespace: default}\n"
+        "spec: {allowedCallers: [alice], endpoints: [{selector: {matchLabels: {app: x}}}]}\n")
     for manifests, where in ((bad, "fleet.yaml"), (refused, "gateway.yaml#0")):
         es = make_stack(manifests)
         with pytest.raises(auto.errors.CommandError) as failed:

@@ -4,7 +4,7 @@ Every fixture stops what it started in teardown, whatever the test outcome.
 """
 import pytest
 
-from modelplane.gateway.local import LocalFleet
+from modelplane.gateway.local import LocalFleet, LocalSecurity
 from modelplane.gateway.process import traefik_binary
 
 
@@ -23,17 +23,44 @@ def traefik():
         pytest.skip(str(e))
 
 
-@pytest.fixture
-def fleet(traefik):
-    f = LocalFleet()
+def _traefik_errors(f: LocalFleet, expected: tuple[str, ...] = ()) -> list[str]:
+    """A config Traefik rejected (even a part no request touched) is a failure; `expected`:
+    errors the test provokes on purpose (a provider's certificate that must not verify)."""
     errors = []
+    for log in sorted(f.work_dir.glob("*.log")):
+        if log.name.startswith(("control-plane", "gateway-")):
+            errors += [f"{log.name}: {line}" for line in log.read_text(errors="replace").splitlines()
+                       if " ERR " in line and not any(e in line for e in expected)]
+    return errors
+
+
+@pytest.fixture
+def make_fleet(traefik):
+    """LocalFleet(**kwargs), stopped and checked for Traefik errors in teardown (but those
+    containing one of `expect_errors`)."""
+    made: list[tuple[LocalFleet, tuple[str, ...]]] = []
+
+    def make(expect_errors: tuple[str, ...] = (), **kwargs) -> LocalFleet:
+        made.append((LocalFleet(**kwargs), expect_errors))
+        return made[-1][0]
+
+    errors: list[str] = []
     try:
-        yield f
-        # A config Traefik rejected (even a part no request touched) is a failure.
-        for log in sorted(f.work_dir.glob("*.log")):
-            if log.name.startswith(("control-plane", "gateway-")):
-                errors += [f"{log.name}: {line}" for line in log.read_text(errors="replace").splitlines()
-                           if " ERR " in line]
+        yield make
+        for f, expected in made:
+            errors += _traefik_errors(f, expected)
     finally:
-        f.stop()
+        for f, _ in made:
+            f.stop()
     assert not errors, "\n".join(errors)
+
+
+@pytest.fixture
+def fleet(make_fleet):
+    return make_fleet()
+
+
+@pytest.fixture
+def secure_fleet(make_fleet):
+    """TLS at the edge, API keys, mutual TLS between the hops: everything on."""
+    return make_fleet(security=LocalSecurity())

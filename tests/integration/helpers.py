@@ -21,7 +21,7 @@ def select(dep: str, weight: int = 1, cluster: str | None = None, priority: int 
     return RouteEntry(dep, weight, labels, priority)
 
 
-def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 20) -> None:
+def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 20, client_kwargs=None) -> None:
     """Poll `url/v1/models` until `run` answers in a row come from `replica_name`.
 
     Observes health-check detection from the outside (the control plane's API stays
@@ -31,7 +31,7 @@ def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 20) 
     it answer again under load.
     """
     deadline, streak = time.monotonic() + timeout, 0
-    with httpx.Client(timeout=2.0) as c:
+    with httpx.Client(timeout=2.0, **(client_kwargs or {})) as c:
         while time.monotonic() < deadline:
             r = c.get(f"{url}/v1/models")
             streak = streak + 1 if r.headers.get("x-served-by") == replica_name else 0
@@ -48,3 +48,29 @@ def refused_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         yield s.getsockname()[1]
+
+
+CALLER_KEY = "sk-local-caller-0123456789abcdef"
+
+
+def secure(fleet):
+    """Give a LocalFleet with security its one caller; returns the kwargs run_split needs."""
+    if fleet.security is None:
+        return {}
+    fleet.set_callers({"tester": CALLER_KEY})
+    return {"api_key": CALLER_KEY, "cafile": fleet.edge_cert.cert if fleet.edge_cert else None}
+
+
+def wait_only_secure(fleet, url: str, replica_name: str, **kwargs) -> None:
+    """wait_only through a fleet whose edge may ask for a key and speak TLS."""
+    wait_only(url, replica_name, client_kwargs=_client_kwargs(fleet), **kwargs)
+
+
+def _client_kwargs(fleet) -> dict:
+    if fleet.security is None:
+        return {}
+    import ssl
+    kw: dict = {"headers": {"Authorization": f"Bearer {CALLER_KEY}"}}
+    if fleet.edge_cert:
+        kw["verify"] = ssl.create_default_context(cafile=fleet.edge_cert.cert)
+    return kw

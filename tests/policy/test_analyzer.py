@@ -17,6 +17,7 @@ EXPECTED_LEVELS = {
     "efa-exposure": "mandatory", "gke-pool-size": "mandatory", "gke-gpudirect": "advisory",
     "modelexpress-server": "mandatory", "modelexpress-image": "advisory",
     "sglang-prefill-decode": "mandatory", "sglang-port": "mandatory",
+    "gateway-auth-needs-tls": "mandatory", "gateway-exposed": "advisory",
     "modelplane-fleet-present": "advisory",
 }
 

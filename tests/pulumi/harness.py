@@ -114,7 +114,11 @@ class FleetMocks(pmocks.Mocks):
             # Cloud names and ARNs are computed by the provider; give them values.
             state.setdefault("name", args.name)
             state.setdefault("arn", f"arn:aws:mock:::{args.name}")
-        if args.typ.startswith("pulumi-python:dynamic"):
+        if args.typ.endswith(("modelplane:HopCA", "modelplane:GatewayCertificate")):
+            # providers/certificates.py: stand-in PEM text (the real ones are made in tests/unit)
+            state.update(cert=f"mock certificate {args.inputs.get('commonName')}",
+                         key=f"mock private key {args.inputs.get('commonName')}")
+        elif args.typ.startswith("pulumi-python:dynamic"):
             from providers.placement import PlacementProvider
 
             result = PlacementProvider().check(self.previous.get(args.name, {}), args.inputs)

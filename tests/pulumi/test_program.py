@@ -126,7 +126,8 @@ def test_gateways_are_configured_from_the_data_path_builders(render):
     children = {c["name"]: c["weight"] for c in weighted["weighted"]["services"]}
     assert sorted(children.values()) == [1, 9]
     urls = {s["loadBalancer"]["servers"][0]["url"] for s in services.values() if "loadBalancer" in s}
-    assert urls == {"http://eu-west-control-plane:30080", "http://us-east-control-plane:30080"}
+    # mutual TLS between the hops: the workload gateways are dialled over https
+    assert urls == {"https://eu-west-control-plane:30080", "https://us-east-control-plane:30080"}
     wl = yaml.safe_load(render.named("eu-west-gateway-routes").inputs["data"]["routes.yaml"])
     servers = [s["loadBalancer"]["servers"][0]["url"] for s in wl["http"]["services"].values() if "loadBalancer" in s]
     assert servers == ["http://chat-2e4ec.ml-team.svc.cluster.local:8000"]

@@ -102,7 +102,7 @@ def test_the_control_shard_routes_to_other_shards_gateways_by_their_outputs():
     east = runs["aws-us-east"]
     routes = east.named("modelplane-gateway-routes", "kubernetes:core/v1:ConfigMap")
     text = resolve(routes.inputs["data"]) if not isinstance(routes.inputs["data"], dict) else routes.inputs["data"]
-    assert "http://west-gateway.lb.example" in json.dumps(text)
+    assert "https://west-gateway.lb.example" in json.dumps(text)   # dialled over mutual TLS
     assert not runs["aws-us-west"].of_type("modelplane:index:ControlPlaneGateway")
     exported = resolve(runs["aws-us-west"].outputs["gatewayUrls"])
     assert list(exported) == ["aws-us-west"] and exported["aws-us-west"].startswith("http://")

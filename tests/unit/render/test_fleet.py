@@ -10,6 +10,7 @@ import pytest
 
 from modelplane.naming import child_name
 from modelplane.plan import PlanError, gitops_gateway_urls, plan_cluster, plan_fleet
+from modelplane.plan.gateway import GENERATED_HOP
 from modelplane.render.output import to_yaml
 from modelplane.scheduler import DeploymentPlacement, FleetPlacement, place_fleet
 
@@ -88,8 +89,11 @@ def test_caches_follow_selectors_storage_and_consumers():
 def test_the_token_secret_a_cache_job_reads_is_named_never_rendered():
     fl = full_fleet()
     plan = plan_fleet(fl, _placement(fl))
-    needs = {(s.namespace, s.name, s.key, s.config) for s in plan.secrets}
+    needs = {(s.namespace, s.name, s.key, s.config) for s in plan.secrets if s.config != GENERATED_HOP}
     assert needs == {("ml-team", child_name("modelcache", "ml-team", "qwen", "auth"), "HF_TOKEN", "hfToken")}
+    # and the hop certificates' Secrets, one per gateway (modelplane.plan.gateway)
+    assert {s.name for s in plan.secrets if s.config == GENERATED_HOP} == \
+        {f"{c}-gateway-hop" for c in fl.clusters} | {"modelplane-gateway-hop"}
     for objects in plan.manifests(gitops_gateway_urls(fl)[0]).values():
         assert not _names(objects, "Secret")
 

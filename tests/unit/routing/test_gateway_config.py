@@ -69,7 +69,15 @@ def test_egress_rewrites_to_the_provider_prefix_and_sets_the_key_header():
     assert path["replacePathRegex"]["replacement"] == "/v1$1"
     assert auth == {"headers": {"customRequestHeaders": {"Authorization": f"Bearer {KEY}"}}}
     lb = http["services"]["egress-ml-team-together"]["loadBalancer"]
-    assert lb == {"servers": [{"url": "https://api.together.xyz"}], "passHostHeader": False}
+    assert lb == {"servers": [{"url": "https://api.together.xyz"}], "passHostHeader": False,
+                  "serversTransport": "egress-ml-team-together"}
+
+
+def test_egress_verifies_the_providers_certificate_for_its_host_name_never_skipping():
+    http = egress_config([ROUTE], lambda ns, cred: KEY, roots="/etc/ssl/certs/ca-certificates.crt")["http"]
+    assert http["serversTransports"] == {"egress-ml-team-together": {
+        "serverName": "api.together.xyz", "insecureSkipVerify": False,
+        "rootCAs": ["/etc/ssl/certs/ca-certificates.crt"]}}
 
 
 def test_egress_without_a_resolver_refuses_rather_than_sending_no_key():

@@ -1,0 +1,3 @@
+module modelplane.local/callerauth
+
+go 1.22
