@@ -36,6 +36,12 @@ LABEL_PART_OF = "app.kubernetes.io/part-of"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 LABEL_PD_ROLE = "llm-d.ai/role"
 LABEL_KAI_QUEUE = "kai.scheduler/queue"
+# Labels Grove sets on every pod of a PodCliqueSet (ai-dynamo/grove operator/api/common/labels.go).
+LABEL_GROVE_SET_INDEX = "grove.io/podcliqueset-replica-index"
+LABEL_GROVE_SCALING_GROUP = "grove.io/podcliquescalinggroup"
+LABEL_GROVE_SCALING_GROUP_INDEX = "grove.io/podcliquescalinggroup-replica-index"
+# Labels LeaderWorkerSet sets on every pod of a group (kubernetes-sigs/lws api/leaderworkerset/v1).
+LABEL_LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 # Opt-in to vLLM's `--load-format modelexpress` on Dynamo clusters: stock vLLM images need the
 # `modelexpress` package for that loader (k8s-api-shapes.md §5.3), so it is never assumed.
 ANNOTATION_MODELEXPRESS = GROUP + "modelexpress"

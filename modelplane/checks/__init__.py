@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     modelexpress,
     sglang,
     secrets,
+    variables,
 )
 from modelplane.api import Fleet
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
