@@ -282,13 +282,38 @@ spec:
 def test_pool_labeler_on_existing_clusters_also_satisfies_the_dra_kubelet_plugin_affinity() -> None:
     """dra-driver-nvidia-gpu values.yaml `kubeletPlugin.affinity` (as above): on a cluster we do
     not provision, the pool-labelling Job adds nvidia.com/gpu.present=true to NVIDIA DRA pools."""
-    import shlex
-
     from modelplane.render.pool_labels import render_pool_labeler
 
     fl = cloud_fleet(BYO)
     job = next(o for o in render_pool_labeler(fl.clusters["byo"], fl) if o["kind"] == "Job")
-    words = shlex.split(job["spec"]["template"]["spec"]["containers"][0]["command"][-1])
+    words = job["spec"]["template"]["spec"]["containers"][0]["command"]
     applied = dict(w.split("=", 1) for w in words[words.index("-l") + 2:])
     assert applied == {"modelplane.ai/pool": "h100", "nvidia.com/gpu.present": "true"}
     assert node_affinity_matches(DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, applied)
+
+
+BYO_TWO_POOLS = BYO + """  - {name: "a100", className: p5, nodeCount: 1,
+     poolLabel: {mode: Apply, nodeSelector: {matchLabels: {example.org/gpu: a100, example.org/rack: r1}}}}
+"""
+
+
+def test_pool_labeler_runs_kubectl_itself_because_the_kubectl_image_has_no_shell() -> None:
+    """kubernetes/kubernetes build/common.sh: `KUBECTL_BASE_IMAGE` defaults to the go-runner image
+    (distroless, no `sh`), and build/server-image/Dockerfile only copies the binary into
+    /usr/local/bin. A `sh -c` Job never starts there, so every Existing pool with
+    `poolLabel: Apply` stays unlabelled and its pods Pending. One container per pool runs kubectl
+    with its arguments as argv."""
+    from modelplane.render.pool_labels import KUBECTL_IMAGE, render_pool_labeler
+
+    fl = cloud_fleet(BYO_TWO_POOLS)
+    job = next(o for o in render_pool_labeler(fl.clusters["byo"], fl) if o["kind"] == "Job")
+    validate_any(job)
+    containers = job["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 2 and len({c["name"] for c in containers}) == 2
+    for container in containers:
+        assert container["image"] == KUBECTL_IMAGE and "args" not in container
+        assert container["command"][:4] == ["kubectl", "label", "nodes", "--overwrite"]
+        assert not {"sh", "/bin/sh", "bash", "-c"} & set(container["command"])
+    second = containers[1]["command"]
+    assert second[second.index("-l") + 1] == "example.org/gpu=a100,example.org/rack=r1"
+    assert "modelplane.ai/pool=a100" in second
