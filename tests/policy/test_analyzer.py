@@ -18,6 +18,7 @@ EXPECTED_LEVELS = {
     "modelexpress-server": "mandatory", "modelexpress-image": "advisory",
     "sglang-prefill-decode": "mandatory", "sglang-port": "mandatory",
     "modelplane-fleet-present": "advisory",
+    "engine-variables": "mandatory",
 }
 
 

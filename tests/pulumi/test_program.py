@@ -242,8 +242,8 @@ def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secre
     assert run.named("byo-west-k8s").inputs["kubeconfig"].endswith("byo-west.yaml")
     labeler = run.objects("byo-east", "byo-east")
     job = next(o for o in labeler if o["kind"] == "Job")
-    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    assert "node.kubernetes.io/instance-type=a2-ultragpu-4g" in script
+    argv = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert argv[argv.index("-l") + 1] == "node.kubernetes.io/instance-type=a2-ultragpu-4g"
     assert not [o for o in run.objects("byo-west", "byo-west") if o["kind"] == "Job"]  # mode Present
     egress = run.named("modelplane-gateway-egress")
     assert egress.typ == "kubernetes:core/v1:Secret"
