@@ -28,6 +28,8 @@ LABEL_POOL = GROUP + "pool"
 LABEL_LWS_ROLE = GROUP + "lws-role"
 LABEL_CLIQUE_ROLE = GROUP + "clique-role"
 LABEL_MODELCACHE = GROUP + "modelcache"
+# On EFA pools' nodes: which driver manages their EFA interfaces ("dra" or "device-plugin").
+LABEL_EFA = GROUP + "efa"
 LABEL_NAMESPACE = GROUP + "namespace"
 # Nodes of provisioned clusters' system pools (not GPU pools).
 LABEL_ROLE = GROUP + "role"
@@ -57,3 +59,8 @@ PROVISIONED_SOURCES = ("Kind", "EKS", "GKE")
 # DRA drivers the program knows by name (their facts: modelplane.drivers, modelplane.clouds).
 NVIDIA_DRIVER = "gpu.nvidia.com"
 EXAMPLE_DRIVER = "gpu.example.com"
+# AWS's EFA DRA driver, DRANET (aws/eks-charts stable/aws-dranet templates/deviceclass.yaml).
+DRANET_DRIVER = "dra.net"
+# The standard DRA device attribute both the NVIDIA GPU driver and DRANET publish: devices under
+# one PCIe root share it (kubernetes/api resource/v1 types.go, StandardDeviceAttributePrefix).
+ATTRIBUTE_PCIE_ROOT = "resource.kubernetes.io/pcieRoot"

@@ -35,7 +35,7 @@ from components.errors import ResourceError
 from components.labels import cloud_tags
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.clouds.aws import EFA_INTERFACES
+from modelplane.clouds.aws import EFA_INTERFACES, efa_instance_types
 from modelplane.clouds.nodes import (
     SYSTEM_POOL_LABELS,
     SYSTEM_POOL_MAX_NODES,
@@ -176,11 +176,11 @@ def kubeconfig(cluster: aws.eks.Cluster, region: str) -> pulumi.Output[str]:
 def _check_pools(name: str, spec: InferenceCluster, fleet: Fleet, parent: pulumi.Resource) -> None:
     """Refuse at preview what EKS would refuse (or silently get wrong) at `up`."""
     for pool in spec.gpu_pools:
-        prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator", parent)
+        prov = pool_provisioning(spec, pool, fleet, parent)
         where = f"{fleet.source_of(spec)}: InferenceCluster {name} pool {pool.name}"
         if pool.fabric.type == "EFA" and prov.instance_type not in EFA_INTERFACES:
             raise ResourceError(f"{where}: fabric EFA on instance type {prov.instance_type!r}, which is not one "
-                                f"known to carry EFA ({', '.join(sorted(EFA_INTERFACES))}); its nodes would get no "
+                                f"known to carry EFA ({efa_instance_types()}); its nodes would get no "
                                 "EFA interfaces and gangs would run over TCP. Fix: use an EFA instance type or "
                                 "fabric.type: None", parent)
         if pool.fabric.type == "EFA" and len(pool.zones) != 1:
@@ -229,7 +229,7 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
 
 def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceCluster, cluster: aws.eks.Cluster,
                     node_role: pulumi.Input[str], network: Network, opts: pulumi.ResourceOptions) -> aws.eks.NodeGroup:
-    prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator", opts.parent)
+    prov = pool_provisioning(spec, pool, fleet, opts.parent)
     tags = cloud_tags(name, pool.name)
     pool_zones = pool.zones or sorted(network.private)
     subnets = [network.private[z] for z in pool_zones]

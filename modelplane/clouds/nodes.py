@@ -7,8 +7,9 @@ EKS/GKE nodes from these."""
 from __future__ import annotations
 
 from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.vocabulary import LABEL_POOL, LABEL_ROLE
+from modelplane.vocabulary import LABEL_EFA, LABEL_POOL, LABEL_ROLE
 
+from .aws import efa_mode
 from .nvidia import GKE_NO_DEFAULT_DEVICE_PLUGIN, GPU_PRESENT_LABEL, GPU_TAINT, uses_nvidia_dra
 
 # The system node group (EKS) / node pool (GKE) of every cluster we provision: its labels and
@@ -24,6 +25,9 @@ def provisioned_node_labels(fleet: Fleet, cluster: InferenceCluster, pool: NodeP
     if cluster.source not in ("EKS", "GKE"):
         return {}
     labels = {LABEL_POOL: pool.name}
+    mode = efa_mode(fleet, pool)
+    if mode is not None:
+        labels[LABEL_EFA] = mode        # which EFA driver's DaemonSet runs here (render.serving)
     if uses_nvidia_dra(fleet, pool):
         labels[GPU_PRESENT_LABEL] = "true"
         if cluster.source == "GKE":

@@ -18,8 +18,9 @@ import json
 from collections.abc import Mapping
 
 from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.clouds.aws import efa_mode
 from modelplane.clouds.nvidia import GPU_PRESENT_LABEL, uses_nvidia_dra
-from modelplane.vocabulary import LABEL_CLUSTER, LABEL_POOL, PROVISIONED_SOURCES, SYSTEM_NAMESPACE, Manifest
+from modelplane.vocabulary import LABEL_CLUSTER, LABEL_EFA, LABEL_POOL, PROVISIONED_SOURCES, SYSTEM_NAMESPACE, Manifest
 
 from .meta import component_labels
 
@@ -38,6 +39,8 @@ def _labels(fleet: Fleet | None, pool: NodePool) -> list[str]:
     labels = [f"{LABEL_POOL}={pool.name}"]
     if fleet is not None and uses_nvidia_dra(fleet, pool):
         labels.append(f"{GPU_PRESENT_LABEL}=true")
+    if fleet is not None and (mode := efa_mode(fleet, pool)) is not None:
+        labels.append(f"{LABEL_EFA}={mode}")    # which EFA driver's DaemonSet runs there
     return labels
 
 

@@ -196,7 +196,8 @@ def test_aws_stack_builds_gpu_node_groups_with_efa():
     groups = {r.name: r.inputs for r in run.of_type("aws:eks/nodeGroup:NodeGroup")}
     efa = groups["aws-us-east-h100-efa"]
     assert efa["amiType"] == "AL2023_x86_64_NVIDIA" and efa["instanceTypes"] == ["p5.48xlarge"]
-    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa", "nvidia.com/gpu.present": "true"}
+    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa", "nvidia.com/gpu.present": "true",
+                             "modelplane.ai/efa": "device-plugin"}
     assert efa["scalingConfig"]["desiredSize"] == 2 and "launchTemplate" in efa
     assert "launchTemplate" not in groups["aws-us-west-h100"]
     lt = run.named("aws-us-east-h100-efa-lt").inputs

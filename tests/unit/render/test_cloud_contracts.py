@@ -98,7 +98,7 @@ def test_efa_device_plugin_tolerates_the_gpu_taint_of_our_node_groups() -> None:
 def test_efa_devices_reach_pods_only_through_vpc_amazonaws_com_efa_requests() -> None:
     """https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html: the EFA device
     plugin publishes `vpc.amazonaws.com/efa` and pods get EFA devices only by requesting it. A
-    whole-node member takes all 32 interfaces of a p5.48xlarge, a quarter node a quarter."""
+    whole-node gang member takes all 32 interfaces of a p5.48xlarge."""
     fl = cloud_fleet()
     gang = render_replica(fl, fl.deployments[("ml-team", "gang")],
                           place(fl, "ml-team", "gang", "eks-a", pools={"vllm": ("efa", "efa")}), "eks-a")
@@ -108,13 +108,50 @@ def test_efa_devices_reach_pods_only_through_vpc_amazonaws_com_efa_requests() ->
     for template in (lws["leaderTemplate"], lws["workerTemplate"]):
         resources = template["spec"]["containers"][0]["resources"]
         assert resources["limits"]["vpc.amazonaws.com/efa"] == "32" == resources["requests"]["vpc.amazonaws.com/efa"]
-    half = render_replica(fl, fl.deployments[("ml-team", "half")],
-                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("efa",)}), "eks-a")
-    resources = one(half, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
-    assert resources["limits"]["vpc.amazonaws.com/efa"] == "8"
     off = render_replica(fl, fl.deployments[("ml-team", "half")],
                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("block",)}), "eks-a")
     assert "limits" not in one(off, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
+
+
+PD_QUARTER = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelDeployment
+metadata: {name: pdq, namespace: ml-team, annotations: {modelplane.ai/nixl: "true"}}
+spec:
+  replicas: 1
+  template:
+    spec:
+      serving: {mode: PrefillDecode}
+      engines:
+      - name: prefill
+        phase: Prefill
+        members:
+        - nodeSelector: {devices: [{name: gpu, count: 2, selectors: [{cel: '%(cel)s'}]}]}
+          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
+      - name: decode
+        phase: Decode
+        members:
+        - nodeSelector: {devices: [{name: gpu, count: 4, selectors: [{cel: '%(cel)s'}]}]}
+          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
+""".replace("%(cel)s", GPU_CEL)
+
+
+def test_efa_requests_follow_the_gpus_a_pod_claims_and_only_pods_whose_traffic_leaves_the_node() -> None:
+    """aws/eks-charts stable/aws-efa-k8s-device-plugin: each interface is one
+    `vpc.amazonaws.com/efa`, handed to one pod. A pod claiming a quarter of a p5.48xlarge's GPUs
+    gets a quarter of its 32 interfaces (the other pods on the node still find theirs), a NIXL
+    pair's engines get theirs, and a single-node engine outside PrefillDecode (TP within NVLink)
+    gets none rather than interfaces it never uses."""
+    fl = cloud_fleet(PD_QUARTER)
+    pd = render_replica(fl, fl.deployments[("ml-team", "pdq")],
+                        place(fl, "ml-team", "pdq", "eks-a", pools={"prefill": ("efa",), "decode": ("efa",)}), "eks-a")
+    got = {d["metadata"]["labels"]["modelplane.ai/engine"]:
+           d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
+           for d in by_kind(pd, "Deployment")}
+    assert got == {"prefill": "8", "decode": "16"}
+    half = render_replica(fl, fl.deployments[("ml-team", "half")],
+                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("efa",)}), "eks-a")
+    assert "limits" not in one(half, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
 
 
 def test_lws_worker_controller_revision_hash_label_stays_within_63_characters() -> None:
@@ -317,3 +354,106 @@ def test_pool_labeler_runs_kubectl_itself_because_the_kubectl_image_has_no_shell
     second = containers[1]["command"]
     assert second[second.index("-l") + 1] == "example.org/gpu=a100,example.org/rack=r1"
     assert "modelplane.ai/pool=a100" in second
+
+
+DRA_EFA = """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {name: p5en}
+spec:
+  provisioning: {provider: EKS, eks: {instanceType: p5en.48xlarge, accelerator: {type: nvidia-h200, count: 8}}}
+  devices:
+  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
+     attributes: {productName: {string: NVIDIA H200}}, capacity: {memory: {value: 143771Mi}}}
+  - {name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 16}
+---
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: eks-dra, labels: {modelplane.ai/region: d}}
+spec:
+  cluster: {source: EKS, eks: {region: us-east-1}}
+  nodePools:
+  - {name: p5en, className: p5en, nodeCount: 2, zones: [us-east-1a], fabric: {type: EFA}}
+---
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelDeployment
+metadata: {name: dra-gang, namespace: ml-team}
+spec:
+  replicas: 1
+  template:
+    spec:
+      clusterSelector: {matchLabels: {modelplane.ai/region: d}}
+      engines:
+      - name: vllm
+        members:
+        - role: Leader
+          nodeSelector: {devices: [%(devices)s]}
+          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
+        - role: Worker
+          worker: {nodes: 1}
+          nodeSelector: {devices: [%(devices)s]}
+          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
+""".replace("%(devices)s", "{name: gpu, count: 8, selectors: [{cel: 'device.driver == \"gpu.nvidia.com\"'}]}, "
+                           "{name: efa, count: 16, selectors: [{cel: 'device.driver == \"dra.net\"'}]}")
+
+
+def test_a_class_with_dra_net_efa_devices_gets_aws_dranet_and_no_efa_extended_resource() -> None:
+    """Acceptance (issue 21): EKS recommends DRANET for EFA (chart aws/eks-charts stable/aws-dranet,
+    driver dra.net, DeviceClass efa.networking.k8s.aws, templates/deviceclass.yaml). A class
+    declaring dra.net EFA devices gets that chart, tolerating our GPU taint (its DaemonSet
+    tolerates only CriticalAddonsOnly by default, templates/daemonset.yaml), never the device
+    plugin on the same NICs, and its pods claim EFA through DRA, not `vpc.amazonaws.com/efa`."""
+    fl = cloud_fleet(DRA_EFA)
+    charts = {c.name: c for c in chart_specs(fl.clusters["eks-dra"], fl)}
+    assert "aws-dranet" in charts and "aws-efa-k8s-device-plugin" not in charts
+    dranet = charts["aws-dranet"]
+    assert (dranet.chart, dranet.version, dranet.repository) == ("aws-dranet", "1.0.0", "https://aws.github.io/eks-charts")
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in dranet.values["tolerations"]
+    objects = render_replica(fl, fl.deployments[("ml-team", "dra-gang")],
+                             place(fl, "ml-team", "dra-gang", "eks-dra"), "eks-dra")
+    lws = one(objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    for template in (lws["leaderTemplate"], lws["workerTemplate"]):
+        resources = template["spec"]["containers"][0]["resources"]
+        assert "vpc.amazonaws.com/efa" not in {**resources.get("limits", {}), **resources.get("requests", {})}
+        assert resources["claims"] == [{"name": "devices"}]
+    for obj in objects:
+        validate_any(obj)
+
+
+def test_a_dra_claim_aligns_each_gpu_with_its_efa_by_pcie_root() -> None:
+    """kubernetes/api resource/v1 types.go DeviceConstraint.MatchAttribute: every device of the
+    listed requests must carry the attribute with one value; the NVIDIA GPU driver and DRANET both
+    publish resource.kubernetes.io/pcieRoot (k8s-api-shapes.md §9.1; aws/karpenter-provider-aws
+    pkg/providers/drametadata lists it for p5en GPUs and EFAs). So 8 GPUs and 16 EFAs become 8
+    pairs (1 GPU + 2 EFAs) each constrained to one PCIe root, not one constraint no node can meet."""
+    fl = cloud_fleet(DRA_EFA)
+    objects = render_replica(fl, fl.deployments[("ml-team", "dra-gang")],
+                             place(fl, "ml-team", "dra-gang", "eks-dra"), "eks-dra")
+    for template in by_kind(objects, "ResourceClaimTemplate"):
+        devices = template["spec"]["spec"]["devices"]
+        counts = {r["name"]: (r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in devices["requests"]}
+        assert counts == {**{f"gpu-{i}": ("gpu.nvidia.com", 1) for i in range(8)},
+                          **{f"efa-{i}": ("efa.networking.k8s.aws", 2) for i in range(8)}}
+        assert devices["constraints"] == [{"requests": [f"gpu-{i}", f"efa-{i}"],
+                                           "matchAttribute": "resource.kubernetes.io/pcieRoot"} for i in range(8)]
+
+
+def test_the_efa_device_plugin_and_dranet_never_manage_the_same_nodes() -> None:
+    """https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html (k8s-api-shapes.md
+    §9.1): do not run the EFA device plugin and DRANET for EFA on the same node. On a cluster with
+    both kinds of EFA pools each DaemonSet is pinned to its pools' nodes by `modelplane.ai/efa`,
+    which our node groups set."""
+    pool = "  - {name: p5en, className: p5en, nodeCount: 2, zones: [us-east-1a], fabric: {type: EFA}}"
+    mixed = DRA_EFA.replace(pool, pool + "\n  - {name: p5, className: p5, nodeCount: 1, zones: [us-east-1a], "
+                                          "fabric: {type: EFA}}")
+    fl = cloud_fleet(mixed)
+    spec = fl.clusters["eks-dra"]
+    charts = {c.name: c for c in chart_specs(spec, fl)}
+    selectors = {name: charts[name].values["nodeSelector"] for name in ("aws-dranet", "aws-efa-k8s-device-plugin")}
+    assert selectors == {"aws-dranet": {"modelplane.ai/efa": "dra"},
+                         "aws-efa-k8s-device-plugin": {"modelplane.ai/efa": "device-plugin"}}
+    for pool in spec.gpu_pools:
+        labels = provisioned_node_labels(fl, spec, pool)
+        matching = [n for n, sel in selectors.items() if sel.items() <= labels.items()]
+        assert matching == (["aws-dranet"] if pool.name == "p5en" else ["aws-efa-k8s-device-plugin"])
+    assert "nodeSelector" not in _charts("eks-a")["aws-efa-k8s-device-plugin"].values  # type: ignore[attr-defined]
