@@ -241,10 +241,10 @@ class ModelDeploymentSpec(ApiModel):
 
 class DeploymentMeta(LabelledObjectMeta):
     """A deployment's name starts every replica's name, which names the replica's Service and
-    LeaderWorkerSet: both must be DNS-1035 labels (kubernetes/kubernetes pkg/apis/core/validation
-    ValidateServiceName is NameIsDNS1035Label; the LWS webhook validates its name with
+    LeaderWorkerSet: both must be DNS-1035 labels (the LWS webhook validates its name with
     NameIsDNS1035Label because it names the group's headless Service, kubernetes-sigs/lws
-    pkg/webhooks/leaderworkerset_webhook.go)."""
+    pkg/webhooks/leaderworkerset_webhook.go; kubernetes/kubernetes pkg/apis/core/validation
+    ValidateServiceName does too unless RelaxedServiceNameValidation, alpha in 1.34, is on)."""
 
     @field_validator("name")
     @classmethod
