@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from modelplane.api import InferenceCluster, ModelDeployment, NodePool
-from modelplane.clouds.aws import EFA_DEVICE_CLASS, EFA_RESOURCE, efa_instance_types, efa_mode, member_efa_share
+from modelplane.clouds.aws import (
+    EFA_DEVICE_CLASS,
+    EFA_RESOURCE,
+    autoscaled_pools,
+    efa_instance_types,
+    efa_mode,
+    member_efa_share,
+    node_group_scaling,
+)
 from modelplane.clouds.gcp import gke_pool_size, gpu_networking
 from modelplane.clouds.provisioning import PROVISIONING_BLOCKS, provisioning_problem
 from modelplane.scheduler import ResolvedRequest
@@ -21,6 +29,7 @@ from .registry import register
 POLICY_EFA = "efa-exposure"
 POLICY_PROVISIONING = "cloud-pool-provisioning"
 POLICY_EFA_DEVICE_CLASS = "efa-dra-device-class"
+POLICY_SCALE_FROM_ZERO = "eks-autoscale-from-zero"
 POLICY_GKE_SIZE = "gke-pool-size"
 POLICY_GKE_GPUDIRECT = "gke-gpudirect"
 
@@ -119,6 +128,26 @@ def check_efa_device_class(ctx: CheckContext) -> Iterable[Finding]:
                               f"device {device.name!r} is claimed from DeviceClass {name!r}, but the aws-dranet chart "
                               f"the program installs for {DRANET_DRIVER} creates {EFA_DEVICE_CLASS!r} only, so its "
                               f"claims never allocate. Fix: deviceClassName: {EFA_DEVICE_CLASS}.")
+
+
+@register(POLICY_SCALE_FROM_ZERO, ADVISORY, "The cluster-autoscaler cannot grow an EKS DRA pool from zero nodes: "
+          "keep minNodeCount at 1 or more")
+def check_scale_from_zero(ctx: CheckContext) -> Iterable[Finding]:
+    """kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md: at zero nodes the
+    autoscaler builds the group's node from its tags and the EKS DescribeNodegroup API, which say
+    nothing of the DRA devices a driver would publish; the reference tracks the same limit
+    (modelplane issue #345, "keep minNodeCount >= 1")."""
+    for cluster in ctx.fleet.clusters.values():
+        for pool in autoscaled_pools(cluster):
+            klass = ctx.fleet.classes.get(pool.class_name or "")
+            if node_group_scaling(pool).min_size > 0 or klass is None or not any(
+                    d.claim == "DRA" for d in klass.spec.devices):
+                continue
+            i = cluster.spec.node_pools.index(pool)
+            yield Finding(POLICY_SCALE_FROM_ZERO, ADVISORY, ctx.ref(cluster), f"spec.nodePools[{i}].minNodeCount",
+                          f"pool {pool.name!r} may shrink to zero nodes, and from zero the cluster-autoscaler cannot "
+                          f"see the DRA devices class {klass.metadata.name}'s nodes publish, so replicas placed there "
+                          "stay Pending instead of growing it. Fix: minNodeCount: 1 (or more).")
 
 
 @register(POLICY_GKE_SIZE, MANDATORY, "A GKE pool's node count must be expressible per zone, so it holds "

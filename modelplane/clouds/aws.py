@@ -47,6 +47,59 @@ EFA_INTERFACES: dict[str, int] = {
 
 EfaMode = Literal["dra", "device-plugin"]
 
+# The cluster-autoscaler on EKS (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md):
+# it finds the Auto Scaling groups it may resize by tags ("Auto-Discovery Setup": `--node-group-
+# auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<cluster-name>`;
+# "Without the tags, the Cluster Autoscaler will be unable to add new instances to the ASG"), and
+# only adjusts their desired size within their min and max. We tag exactly the node groups of pools
+# that can grow, with the InferenceCluster's name, which the chart's autoDiscovery.clusterName
+# repeats (charts/cluster-autoscaler/values.yaml `autoDiscovery.tags`).
+AUTOSCALER_NAMESPACE = "cluster-autoscaler"
+AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+# "Full Cluster Autoscaler Features Policy (Recommended)" of the same README.
+AUTOSCALER_IAM_STATEMENTS: tuple[dict[str, object], ...] = (
+    {"Effect": "Allow", "Resource": "*", "Action": [
+        "autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
+        "autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
+        "ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
+        "ec2:GetInstanceTypesFromInstanceRequirements", "eks:DescribeNodegroup"]},
+    {"Effect": "Allow", "Resource": "*", "Action": [
+        "autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]},
+)
+
+
+def autoscaler_discovery_tags(cluster: str) -> dict[str, str]:
+    """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by."""
+    return {"k8s.io/cluster-autoscaler/enabled": "true", f"k8s.io/cluster-autoscaler/{cluster}": "owned"}
+
+
+@dataclass(frozen=True)
+class NodeGroupScaling:
+    """An EKS managed node group's scaling_config for a fleet pool."""
+
+    min_size: int
+    desired_size: int
+    max_size: int
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_size > self.min_size
+
+
+def node_group_scaling(pool: NodePool) -> NodeGroupScaling:
+    """min = minNodeCount (else nodeCount), desired = nodeCount, max = maxNodeCount (else nodeCount):
+    exactly the nodes the scheduler counts (NodePool.declared_nodes) at most."""
+    low = min(pool.node_count if pool.min_node_count is None else pool.min_node_count, pool.node_count)
+    high = max(pool.max_node_count or pool.node_count, pool.node_count, 1)
+    return NodeGroupScaling(low, pool.node_count, high)
+
+
+def autoscaled_pools(cluster: InferenceCluster) -> list[NodePool]:
+    """The GPU pools of an EKS cluster whose node groups the cluster-autoscaler resizes."""
+    if cluster.source != "EKS":
+        return []
+    return [p for p in cluster.gpu_pools if node_group_scaling(p).autoscaled]
+
 
 def efa_instance_types() -> str:
     """For messages: the EFA instance types we know, largest GPU types first."""

@@ -5,8 +5,9 @@ Charts per cluster: LeaderWorkerSet on the Default stack; Grove and the KAI sche
 Dynamo; a DRA driver per device driver its pools' classes name (dra-example-driver for
 gpu.example.com on Kind, NVIDIA's for gpu.nvidia.com, DRANET's aws-dranet for dra.net EFA
 devices); the EFA device plugin where a pool declares EFA its class does not claim through
-DRA. Charts are not manifests: the Pulumi program installs them (Helm), a GitOps user
-installs them as listed. Every chart's source and version is pinned in `CHARTS`.
+DRA; the cluster-autoscaler on EKS clusters with a pool that can grow. Charts are not
+manifests: the Pulumi program installs them (Helm), a GitOps user installs them as listed.
+Every chart's source and version is pinned in `CHARTS`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import Fleet, InferenceCluster
-from modelplane.clouds.aws import EfaMode, efa_mode
+from modelplane.clouds.aws import (
+    AUTOSCALER_NAMESPACE,
+    AUTOSCALER_SERVICE_ACCOUNT,
+    EfaMode,
+    autoscaled_pools,
+    efa_mode,
+)
 from modelplane.clouds.nvidia import GPU_TOLERATION
 from modelplane.vocabulary import EXAMPLE_DRIVER, LABEL_EFA, NVIDIA_DRIVER, Manifest
 
@@ -60,6 +67,10 @@ CHARTS: dict[str, ChartSource] = {
                                              "https://aws.github.io/eks-charts"),
     # aws/eks-charts stable/aws-dranet (Chart.yaml version 1.0.0, appVersion v1.2.0-eksbuild.2).
     "aws-dranet": ChartSource("aws-dranet", "1.0.0", "https://aws.github.io/eks-charts"),
+    # kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: 9.59.0 ships
+    # appVersion 1.35.0, the minor of our EKS clusters' default Kubernetes (the autoscaler's minor
+    # should match the cluster's, its README).
+    "cluster-autoscaler": ChartSource("cluster-autoscaler", "9.59.0", "https://kubernetes.github.io/autoscaler"),
 }
 
 
@@ -201,7 +212,27 @@ def chart_specs(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpe
             "gpuResourcesEnabledOverride": True,
             "nvidiaDriverRoot": GKE_NVIDIA_DRIVER_ROOT if gke else "/",
             "resources": {"computeDomains": {"enabled": False}}}, pre))
-    return charts + efa_charts(cluster, fleet)
+    return charts + efa_charts(cluster, fleet) + autoscaler_charts(cluster)
+
+
+def autoscaler_charts(cluster: InferenceCluster) -> list[ChartSpec]:
+    """The cluster-autoscaler on an EKS cluster with a pool that can grow: the scheduler counts
+    such a pool's maxNodeCount, and without an autoscaler its node group never leaves nodeCount.
+    It discovers exactly those pools' Auto Scaling groups by the tags the EKS source puts on them
+    (modelplane.clouds.aws.autoscaler_discovery_tags) and acts through a Pod Identity role bound
+    to its service account. Since 1.35 it handles DRA claims by default (FAQ.md:
+    `enable-dynamic-resource-allocation`, "locked to true for 1.35+"), using a node of the group
+    as the template, so it cannot scale a DRA pool up from zero (kubernetes/autoscaler#345: keep
+    minNodeCount >= 1; the `eks-autoscale-from-zero` check says so)."""
+    eks = cluster.spec.cluster.eks
+    if eks is None or not autoscaled_pools(cluster):
+        return []
+    return [chart("cluster-autoscaler", AUTOSCALER_NAMESPACE, {
+        "cloudProvider": "aws",
+        "awsRegion": eks.region,
+        "autoDiscovery": {"clusterName": cluster.metadata.name},
+        "rbac": {"serviceAccount": {"name": AUTOSCALER_SERVICE_ACCOUNT}},
+    })]
 
 
 def render_kai_queue() -> Manifest:

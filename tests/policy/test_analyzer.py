@@ -21,6 +21,7 @@ EXPECTED_LEVELS = {
     "engine-variables": "mandatory",
     "cloud-pool-provisioning": "mandatory",
     "efa-dra-device-class": "mandatory",
+    "eks-autoscale-from-zero": "advisory",
 }
 
 

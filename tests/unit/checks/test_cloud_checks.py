@@ -289,3 +289,14 @@ def test_sglang_on_its_default_port_is_refused() -> None:
         "spec.template.spec.engines[0].members[0].template.spec.containers[0]: engine 'decode' runs SGLang on port "
         "30000 (SGLang's default is 30000), but the readiness probe, the Service and the router use 8000: the pods "
         "never turn Ready. Fix: add --port 8000."]
+
+
+def test_an_autoscaled_eks_dra_pool_that_may_reach_zero_nodes_is_reported() -> None:
+    """kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md: at zero nodes the
+    node template comes from ASG tags and EKS DescribeNodegroup (labels, taints), not from the DRA
+    driver's ResourceSlices; reference issue #345 (keep minNodeCount >= 1)."""
+    zero = EKS.replace("nodeCount: 2, zones", "nodeCount: 1, minNodeCount: 0, maxNodeCount: 3, zones")
+    got = messages(base(**{"class": p5("p5.48xlarge"), "cluster": zero}), "eks-autoscale-from-zero")
+    assert len(got) == 1 and got[0].startswith("[advisory] eks-autoscale-from-zero: InferenceCluster/c1")
+    one = EKS.replace("nodeCount: 2, zones", "nodeCount: 1, minNodeCount: 1, maxNodeCount: 3, zones")
+    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": one}), "eks-autoscale-from-zero") == []

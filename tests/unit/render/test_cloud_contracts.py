@@ -457,3 +457,38 @@ def test_the_efa_device_plugin_and_dranet_never_manage_the_same_nodes() -> None:
         matching = [n for n, sel in selectors.items() if sel.items() <= labels.items()]
         assert matching == (["aws-dranet"] if pool.name == "p5en" else ["aws-efa-k8s-device-plugin"])
     assert "nodeSelector" not in _charts("eks-a")["aws-efa-k8s-device-plugin"].values  # type: ignore[attr-defined]
+
+
+def test_an_eks_pool_that_can_grow_gets_a_cluster_autoscaler_that_discovers_it() -> None:
+    """Acceptance (issue 21): examples/aws with its EFA pool changed to maxNodeCount: 3 renders a
+    cluster-autoscaler that would grow it. kubernetes/autoscaler cluster-autoscaler/cloudprovider/
+    aws/README.md "Auto-Discovery Setup": the autoscaler resizes the Auto Scaling groups carrying
+    `k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster-name>`, within their
+    min and max; charts/cluster-autoscaler/values.yaml builds those tags from
+    `autoDiscovery.clusterName`. The EKS source tags exactly the growable pools' groups so."""
+    from modelplane.api import load_manifest_text
+    from modelplane.clouds.aws import AUTOSCALER_SERVICE_ACCOUNT, autoscaler_discovery_tags, node_group_scaling
+
+    text = (ROOT / "examples" / "aws" / "fleet.yaml").read_text()
+    grown = text.replace("    nodeCount: 2\n    zones: [us-east-1a]", "    nodeCount: 2\n    maxNodeCount: 3\n"
+                         "    zones: [us-east-1a]")
+    assert grown != text
+    fl = load_manifest_text(grown, source="examples/aws/fleet.yaml")
+    spec = fl.clusters["aws-us-east"]
+    charts = {c.name: c for c in chart_specs(spec, fl)}
+    autoscaler = charts["cluster-autoscaler"]
+    assert (autoscaler.chart, autoscaler.version, autoscaler.repository) == (
+        "cluster-autoscaler", "9.59.0", "https://kubernetes.github.io/autoscaler")
+    values = autoscaler.values
+    assert values["cloudProvider"] == "aws" and values["awsRegion"] == "us-east-1"
+    assert values["rbac"]["serviceAccount"]["name"] == AUTOSCALER_SERVICE_ACCOUNT
+    # the chart's default autoDiscovery.tags, rendered with our clusterName, are the group's tags
+    discovered = {"k8s.io/cluster-autoscaler/enabled",
+                  f"k8s.io/cluster-autoscaler/{values['autoDiscovery']['clusterName']}"}
+    assert discovered == set(autoscaler_discovery_tags("aws-us-east"))
+    scaling = node_group_scaling(spec.pool("h100-efa"))  # type: ignore[arg-type]
+    assert (scaling.min_size, scaling.desired_size, scaling.max_size) == (2, 2, 3) and scaling.autoscaled
+    # a fixed pool gets none: its group never changes, and the scheduler counts its nodeCount
+    fixed = load_manifest_text(text.replace("    maxNodeCount: 2\n", ""), source="examples/aws/fleet.yaml")
+    for cluster in fixed.clusters.values():
+        assert "cluster-autoscaler" not in {c.name for c in chart_specs(cluster, fixed)}
