@@ -46,6 +46,8 @@ from modelplane.clouds.aws import (
     autoscaled_pools,
     autoscaler_discovery_tags,
     efa_instance_types,
+    eks_pool_zones,
+    eks_zones,
     node_group_scaling,
 )
 from modelplane.clouds.nodes import (
@@ -212,9 +214,7 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
     region_provider = aws.Provider(f"{name}-aws", region=source.region, opts=pulumi.ResourceOptions(parent=parent))
     opts = pulumi.ResourceOptions(parent=parent, provider=region_provider)
     pools = spec.gpu_pools
-    zones = sorted({z for p in pools for z in p.zones}) or [f"{source.region}a", f"{source.region}b"]
-    if len(zones) < 2:  # the EKS control plane needs subnets in two zones
-        zones = zones + [z for z in (f"{source.region}a", f"{source.region}b") if z not in zones][:1]
+    zones = eks_zones(spec)
     network = _network(name, zones, settings.vpc_cidr, opts, tags)
     cluster_role = (settings.cluster_role_arn or
                     _role(f"{name}-cluster", "eks", ("AmazonEKSClusterPolicy",), opts, tags).arn)
@@ -276,8 +276,7 @@ def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceClus
                     node_role: pulumi.Input[str], network: Network, opts: pulumi.ResourceOptions) -> aws.eks.NodeGroup:
     prov = pool_provisioning(spec, pool, fleet, opts.parent)
     tags = cloud_tags(name, pool.name)
-    pool_zones = pool.zones or sorted(network.private)
-    subnets = [network.private[z] for z in pool_zones]
+    subnets = [network.private[z] for z in eks_pool_zones(spec, pool)]
     lt = None
     if pool.fabric.type == "EFA" or pool.capacity_block:
         lt = _launch_template(f"{name}-{pool.name}", pool, prov.instance_type, network, cluster, prov.disk_size_gb,

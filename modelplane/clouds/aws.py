@@ -68,6 +68,23 @@ AUTOSCALER_IAM_STATEMENTS: tuple[dict[str, object], ...] = (
 )
 
 
+def eks_zones(cluster: InferenceCluster) -> list[str]:
+    """The Availability Zones an EKS cluster's VPC spans: its GPU pools' zones, else the region's
+    first two; always at least two, because the EKS control plane needs subnets in two."""
+    eks = cluster.spec.cluster.eks
+    region = eks.region if eks is not None else ""
+    defaults = [f"{region}a", f"{region}b"]
+    zones = sorted({z for p in cluster.gpu_pools for z in p.zones}) or defaults
+    if len(zones) < 2:
+        zones = zones + [z for z in defaults if z not in zones][:1]
+    return zones
+
+
+def eks_pool_zones(cluster: InferenceCluster, pool: NodePool) -> list[str]:
+    """The zones a pool's node group spans: its own, else every zone of the cluster's VPC."""
+    return list(pool.zones) or eks_zones(cluster)
+
+
 def autoscaler_discovery_tags(cluster: str) -> dict[str, str]:
     """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by."""
     return {"k8s.io/cluster-autoscaler/enabled": "true", f"k8s.io/cluster-autoscaler/{cluster}": "owned"}

@@ -492,3 +492,60 @@ def test_an_eks_pool_that_can_grow_gets_a_cluster_autoscaler_that_discovers_it()
     fixed = load_manifest_text(text.replace("    maxNodeCount: 2\n", ""), source="examples/aws/fleet.yaml")
     for cluster in fixed.clusters.values():
         assert "cluster-autoscaler" not in {c.name for c in chart_specs(cluster, fixed)}
+
+
+def _affinity_terms(pod_spec: dict) -> list[dict]:
+    return pod_spec.get("affinity", {}).get("podAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", [])
+
+
+def test_a_multi_node_gangs_pods_are_kept_in_one_zone() -> None:
+    """Issue 21 item 9 (render side). kubernetes/enhancements KEP-3633 (matchLabelKeys in pod
+    affinity): the API server merges `key in (value)` of the new pod's own label into the term's
+    selector at pod creation, so one term in the template keeps each gang copy together:
+    LeaderWorkerSet labels every pod of a group `leaderworkerset.sigs.k8s.io/group-index`
+    (kubernetes-sigs/lws api/leaderworkerset/v1 GroupIndexLabelKey), Grove every pod of a scaling
+    group replica `grove.io/podcliquescalinggroup-replica-index` (ai-dynamo/grove
+    operator/api/common/labels.go). topologyKey `topology.kubernetes.io/zone` (Kubernetes
+    well-known labels) is on every EKS/GKE node; Kind nodes have none, so they get no term."""
+    fl = cloud_fleet(gang("copies", copies=2))
+    objects = render_replica(fl, fl.deployments[("ml-team", "copies")],
+                             place(fl, "ml-team", "copies", "eks-a", pools={"vllm": ("efa", "efa")}), "eks-a")
+    lws = one(objects, "LeaderWorkerSet")
+    name = lws["metadata"]["name"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        template = lws["spec"]["leaderWorkerTemplate"][key]
+        [term] = _affinity_terms(template["spec"])
+        assert term == {"labelSelector": {"matchLabels": {"modelplane.ai/workload": name}},
+                        "matchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-index"],
+                        "topologyKey": "topology.kubernetes.io/zone"}
+        # the selector selects both templates' pods (leader and workers of the copy)
+        assert template["metadata"]["labels"]["modelplane.ai/workload"] == name
+    validate_any(lws)
+    from .fleets import full_fleet
+
+    grove_fleet = full_fleet()
+    placed = place(grove_fleet, "research", "big", "dynamo-b", pools={"tp16": ("small", "h100")})
+    dyn = render_replica(grove_fleet, grove_fleet.deployments[("research", "big")], placed, "dynamo-b")
+    pcs = one(dyn, "PodCliqueSet")
+    for clique in pcs["spec"]["template"]["cliques"]:
+        [term] = _affinity_terms(clique["spec"]["podSpec"])
+        assert term["matchLabelKeys"] == ["grove.io/podcliquescalinggroup-replica-index"]
+        assert term["labelSelector"]["matchLabels"] == {"modelplane.ai/workload": pcs["metadata"]["name"]}
+        assert clique["labels"]["modelplane.ai/workload"] == pcs["metadata"]["name"]
+    kind = render_replica(grove_fleet, grove_fleet.deployments[("ml-team", "chat")],
+                          place(grove_fleet, "ml-team", "chat", "kind-a"), "kind-a")
+    assert "affinity" not in one(kind, "Deployment")["spec"]["template"]["spec"]
+    kind_gang = cloud_fleet(gang("local"), """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: kind-k, labels: {modelplane.ai/region: k}}
+spec:
+  cluster: {source: Kind}
+  nodePools: [{name: gpu, className: p5, nodeCount: 2}]
+""")
+    local = render_replica(kind_gang, kind_gang.deployments[("ml-team", "local")],
+                           place(kind_gang, "ml-team", "local", "kind-k"), "kind-k")
+    for key in ("leaderTemplate", "workerTemplate"):
+        assert "affinity" not in one(local, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"][key]["spec"]
+    half = render_replica(fl, fl.deployments[("ml-team", "half")], place(fl, "ml-team", "half", "eks-a"), "eks-a")
+    assert "affinity" not in one(half, "Deployment")["spec"]["template"]["spec"]   # one pod: nothing to keep together
