@@ -4,12 +4,22 @@ Pool labels are set through kind's own node config, so every worker boots with
 `modelplane.ai/pool=<pool>` before anything is scheduled. DRA is GA and on by default
 from Kubernetes 1.34, and containerd 2 (in kindest/node 1.35) has CDI on, so no
 feature gates or containerd patches are needed.
+
+A changed node image or node list needs a new cluster (kind cannot edit one in place), and kind
+refuses to create a cluster whose name still has nodes ("node(s) already exist for a cluster with
+the name", kubernetes-sigs/kind pkg/cluster/internal/create/create.go `alreadyExists`). So the
+cluster is replaced delete-first, and create first deletes whatever a failed or partial create
+left under the name (`kind delete cluster` of an absent cluster succeeds: it lists no nodes,
+pkg/cluster/internal/delete/delete.go). The cluster's identity (name + the hash of what created
+it) is its Kubernetes provider's `clusterIdentifier`, so a recreated cluster gets every object
+created again instead of assumed to exist.
 """
 
 from __future__ import annotations
 
 import hashlib
 import shlex
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_command as command
@@ -33,19 +43,36 @@ def kind_config(name: str, pools: list[tuple[str, int]], host_port: int | None =
     return {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": name, "nodes": nodes}
 
 
-def kind_cluster(name: str, node_image: str, pools: list[tuple[str, int]],
-                 parent: pulumi.Resource, *, host_port: int | None = None) -> command.local.Command:
-    """`kind create cluster`; the command's stdout is the kubeconfig (a secret)."""
-    config = yaml.safe_dump(kind_config(name, pools, host_port), sort_keys=False)
+@dataclass(frozen=True)
+class KindCluster:
+    command: command.local.Command     # stdout: the kubeconfig (a secret)
+    identity: str                      # changes whenever the cluster is recreated
+
+
+def kind_commands(name: str, node_image: str) -> tuple[str, str]:
+    """(create, delete) shell commands: create removes leftovers of a failed create first."""
     quoted = shlex.quote(name)
-    create = (f"kind create cluster --name {quoted} --image {shlex.quote(node_image)} "
+    delete = f"kind delete cluster --name {quoted}"
+    create = (f"{delete} >&2 && kind create cluster --name {quoted} --image {shlex.quote(node_image)} "
               f"--config - --wait 180s >&2 && kind get kubeconfig --name {quoted}")
-    return command.local.Command(
+    return create, delete
+
+
+def kind_cluster(name: str, node_image: str, pools: list[tuple[str, int]],
+                 parent: pulumi.Resource, *, host_port: int | None = None) -> KindCluster:
+    """`kind create cluster`, replaced delete-first when what it is created from changes."""
+    config = yaml.safe_dump(kind_config(name, pools, host_port), sort_keys=False)
+    create, delete = kind_commands(name, node_image)
+    trigger = hashlib.sha256(f"{node_image}\n{config}".encode()).hexdigest()
+    cmd = command.local.Command(
         f"{name}-kind",
         create=create,
-        delete=f"kind delete cluster --name {quoted}",
+        delete=delete,
         stdin=config,
         # A changed node list or image needs a new cluster; kind cannot edit one in place.
-        triggers=[hashlib.sha256(f"{node_image}\n{config}".encode()).hexdigest()],
-        opts=pulumi.ResourceOptions(parent=parent, additional_secret_outputs=["stdout"]),
+        triggers=[trigger],
+        opts=pulumi.ResourceOptions(parent=parent, additional_secret_outputs=["stdout"],
+                                    # the old cluster holds the name until it is deleted
+                                    delete_before_replace=True),
     )
+    return KindCluster(cmd, f"{name}@kind-{trigger[:12]}")

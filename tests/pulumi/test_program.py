@@ -149,7 +149,7 @@ def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
     assert run.provider_of(dra) == "eu-west-k8s"
     assert "us-east-serving-lws" in charts
     providers = {r.name: r for r in run.of_type("pulumi:providers:kubernetes")}
-    assert providers["eu-west-k8s"].inputs["clusterIdentifier"] == "eu-west"
+    assert providers["eu-west-k8s"].inputs["clusterIdentifier"].startswith("eu-west@kind-")
     uses_cluster_provider(run, set(providers))
     assert resolve(run.outputs["services"])["ml-team/chat"]["url"] == "http://localhost:8080/ml-team/chat"
     # the examples' engines run `python /opt/modelplane/mock_engine.py`: each region ships it
