@@ -47,6 +47,7 @@ class Registration:
     secret_keys: set[str] = field(default_factory=set)  # top-level inputs sent as secrets
     aliases: list[dict] = field(default_factory=list)   # alias specs sent with the registration
     delete_before_replace: bool = False
+    custom_timeouts: dict = field(default_factory=dict)  # {"create": "60m", ...} when set
 
 
 @dataclass
@@ -156,7 +157,8 @@ class RecordingMonitor(pmocks.MockMonitor):
             aliases = [json_format.MessageToDict(a) for a in request.aliases]
             self.records.append(Registration(request.type, request.name, inputs, request.provider,
                                              request.parent, request.custom, response.urn, secret, aliases,
-                                             request.deleteBeforeReplace))
+                                             request.deleteBeforeReplace,
+                                             json_format.MessageToDict(request.customTimeouts)))
         return response
 
 

@@ -90,3 +90,18 @@ def test_a_changed_kind_cluster_is_replaced_delete_first_and_its_provider_gets_a
     # the other region did not change: same identity, nothing of it is recreated
     assert (one.named("us-east-k8s", "pulumi:providers:kubernetes").inputs["clusterIdentifier"]
             == two.named("us-east-k8s", "pulumi:providers:kubernetes").inputs["clusterIdentifier"])
+
+
+def test_engine_workloads_are_awaited_for_their_rendered_budget_not_sixty_minutes() -> None:
+    """pulumi/pulumi-kubernetes#672: a `customTimeouts` resource option takes precedence over the
+    `pulumi.com/timeoutSeconds` annotation, so the program sets none and the rendered budget
+    (modelplane.render.readiness) is what the provider waits (issue 21 item 12)."""
+    run = run_program("kind", config={"manifests": "examples/kind"})
+    deployments = run.of_type("kubernetes:apps/v1:Deployment")
+    engines = [r for r in deployments if "modelplane.ai/engine" in r.inputs["metadata"].get("labels", {})]
+    assert engines
+    for reg in engines:
+        assert reg.custom_timeouts == {}, reg.name
+        assert int(reg.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) < 3600
+    for reg in run.of_type("kubernetes:batch/v1:Job"):
+        assert reg.custom_timeouts == {}, reg.name

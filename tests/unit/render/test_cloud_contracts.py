@@ -549,3 +549,29 @@ spec:
         assert "affinity" not in one(local, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"][key]["spec"]
     half = render_replica(fl, fl.deployments[("ml-team", "half")], place(fl, "ml-team", "half", "eks-a"), "eks-a")
     assert "affinity" not in one(half, "Deployment")["spec"]["template"]["spec"]   # one pod: nothing to keep together
+
+
+def test_a_workload_is_awaited_for_what_it_needs_not_an_hour() -> None:
+    """pulumi/pulumi-kubernetes#457 ("Add configurable timeouts for complex awaiters"): a
+    Deployment or Job is awaited for `pulumi.com/timeoutSeconds`. Issue 21 item 12: a Pending engine
+    pod held `pulumi up` for the hour every Deployment got; an engine without a cache now fails
+    within ENGINE_START_S, and one reading a cache within its staging and load on top."""
+    from modelplane.render.readiness import ENGINE_START_S, TIMEOUT_ANNOTATION, engine_timeout_s, staging_timeout_s
+
+    fl = cloud_fleet()
+    half = render_replica(fl, fl.deployments[("ml-team", "half")], place(fl, "ml-team", "half", "eks-a"), "eks-a")
+    deployment = one(half, "Deployment")
+    assert deployment["metadata"]["annotations"][TIMEOUT_ANNOTATION] == str(ENGINE_START_S) == "1200"
+    from modelplane.render import render_cache
+
+    from .fleets import full_fleet
+
+    full = full_fleet()
+    chat = render_replica(full, full.deployments[("ml-team", "chat")], place(full, "ml-team", "chat", "kind-a"),
+                          "kind-a")
+    size = full.caches[("ml-team", "qwen")].spec.hugging_face.size_gib  # type: ignore[union-attr]
+    assert one(chat, "Deployment")["metadata"]["annotations"][TIMEOUT_ANNOTATION] == str(engine_timeout_s(size))
+    job = one(render_cache(full, full.caches[("ml-team", "qwen")], "kind-a"), "Job")
+    assert job["metadata"]["annotations"][TIMEOUT_ANNOTATION] == str(staging_timeout_s(size))
+    assert engine_timeout_s(size) < 3600 and staging_timeout_s(200) < engine_timeout_s(200)
+    validate_any(deployment)
