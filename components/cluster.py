@@ -14,7 +14,7 @@ from components.errors import ResourceError
 from components.k8s import RenderedObject, register_objects
 from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimClusterDown, SimUnavailable, simulated_cluster
 from components.sources import ProvisionedCluster
-from components.sources.kind import kind_cluster
+from components.sources.kind import kind_cluster, restart_warning
 from modelplane.api import Fleet, load_manifest_text
 from modelplane.api import InferenceCluster as ClusterSpec
 from modelplane.checks.kind_node_image import node_image_error
@@ -96,6 +96,9 @@ class InferenceCluster(pulumi.ComponentResource):
             pools = [(p.name, p.node_count) for p in spec.spec.node_pools]
             created = kind_cluster(name, image, pools, self, host_port=args.host_port)
             self.identity = created.identity
+            restarted = restart_warning(name)
+            if restarted:
+                pulumi.log.warn(restarted, self)
             return created.command.stdout
         if source in ("EKS", "GKE"):
             if args.fleet is None:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import shlex
+import subprocess
 from dataclasses import dataclass
+from datetime import datetime
 
 import pulumi
 import pulumi_command as command
@@ -41,6 +43,67 @@ def kind_config(name: str, pools: list[tuple[str, int]], host_port: int | None =
     for pool, count in pools:
         nodes.extend({"role": "worker", "labels": {LABEL_POOL: pool}} for _ in range(count))
     return {"kind": "Cluster", "apiVersion": "kind.x-k8s.io/v1alpha4", "name": name, "nodes": nodes}
+
+
+# kind labels every node container with its cluster's name
+# (kubernetes-sigs/kind pkg/cluster/internal/providers/docker/constants.go `clusterLabelKey`).
+KIND_CLUSTER_LABEL = "io.x-k8s.kind.cluster"
+# kind creates a node container and starts it at once; a start this long after the creation is a
+# restart (Docker, the laptop).
+RESTART_AFTER_S = 120
+DOCKER_TIMEOUT_S = 10
+STALE_CDI = (
+    "dra-example-driver 0.4.0 writes its CDI specs under /var/run/cdi, which is a tmpfs in a kind node "
+    "(kind mounts --tmpfs /run, pkg/cluster/internal/providers/docker/provision.go; the chart's CDI_ROOT, "
+    "deployments/helm/dra-example-driver/templates/kubeletplugin.yaml), and after a restart it restores "
+    "prepared claims from its checkpoint without writing them again (cmd/dra-example-kubeletplugin/state.go "
+    "Prepare; kubernetes/kubernetes#141433; no release fixes it yet), so engine pods holding fake GPUs stick in "
+    "CreateContainerError (\"unresolvable CDI devices\"). Fix: delete those pods (their claims are recreated and "
+    "prepared afresh): kubectl --context kind-{name} get pods -A | grep CreateContainerError, then kubectl "
+    "--context kind-{name} delete pod -n <namespace> <pod>; or recreate the cluster with "
+    "`pulumi up --replace <urn of {name}-kind>`")
+
+
+def _docker_time(text: str) -> datetime | None:
+    """Docker's RFC 3339 times, nanoseconds cut to what Python parses."""
+    head, _, rest = text.strip().partition(".")
+    zone = rest.lstrip("0123456789") if rest else text.strip()[19:]
+    try:
+        return datetime.fromisoformat(head + (zone.replace("Z", "+00:00") or "+00:00"))
+    except ValueError:
+        return None
+
+
+def restarted_nodes(name: str) -> list[str]:
+    """The kind cluster's node containers that were started again after they were created (a
+    Docker or laptop restart); empty when Docker cannot say."""
+    try:
+        ids = subprocess.run(["docker", "ps", "-q", "--filter", f"label={KIND_CLUSTER_LABEL}={name}"],
+                             capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S, check=False).stdout.split()
+        if not ids:
+            return []
+        lines = subprocess.run(["docker", "inspect", "-f", "{{.Name}} {{.Created}} {{.State.StartedAt}}", *ids],
+                               capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    restarted = []
+    for line in lines.splitlines():
+        parts = line.split()
+        if len(parts) != 3:
+            continue
+        created, started = _docker_time(parts[1]), _docker_time(parts[2])
+        if created and started and (started - created).total_seconds() > RESTART_AFTER_S:
+            restarted.append(parts[0].lstrip("/"))
+    return sorted(restarted)
+
+
+def restart_warning(name: str) -> str | None:
+    """What to say when a kind cluster's nodes were restarted since they were created."""
+    nodes = restarted_nodes(name)
+    if not nodes:
+        return None
+    return (f"kind cluster {name}: node(s) {', '.join(nodes)} were restarted since they were created. "
+            + STALE_CDI.format(name=name))
 
 
 @dataclass(frozen=True)

@@ -105,3 +105,37 @@ def test_engine_workloads_are_awaited_for_their_rendered_budget_not_sixty_minute
         assert int(reg.inputs["metadata"]["annotations"]["pulumi.com/timeoutSeconds"]) < 3600
     for reg in run.of_type("kubernetes:batch/v1:Job"):
         assert reg.custom_timeouts == {}, reg.name
+
+
+FAKE_DOCKER = """#!/bin/sh
+case "$1" in
+  ps) echo abc123; echo def456 ;;
+  inspect) echo "/eu-west-control-plane 2026-11-30T10:00:00.123456789Z 2026-11-30T10:00:04.5Z"
+           echo "/eu-west-worker 2026-11-30T10:00:00.2Z %s" ;;
+esac
+"""
+
+
+def _with_docker(tmp_path: Path, worker_started: str, monkeypatch: object) -> None:
+    docker = tmp_path / "docker"
+    docker.write_text(FAKE_DOCKER % worker_started)
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")  # type: ignore[attr-defined]
+
+
+def test_a_restarted_kind_node_is_said_loudly_with_the_stale_cdi_fix(tmp_path: Path, monkeypatch) -> None:
+    """kubernetes-sigs/kind pkg/cluster/internal/providers/docker/provision.go mounts `--tmpfs /run`
+    in every node, and dra-example-driver 0.4.0 (latest; HEAD unchanged) writes CDI specs to
+    /var/run/cdi (deployments/helm/dra-example-driver/templates/kubeletplugin.yaml) and restores
+    prepared claims without writing them again (cmd/dra-example-kubeletplugin/state.go Prepare):
+    after a restart its pods stick in CreateContainerError. The preview says so, with the fix."""
+    from components.sources.kind import restart_warning
+
+    _with_docker(tmp_path, "2026-12-01T08:30:00.000000001Z", monkeypatch)
+    warning = restart_warning("eu-west")
+    assert warning is not None and "eu-west-worker" in warning and "eu-west-control-plane" not in warning
+    assert "CreateContainerError" in warning and "kubectl --context kind-eu-west delete pod" in warning
+    _with_docker(tmp_path, "2026-11-30T10:00:05Z", monkeypatch)      # started right after its creation
+    assert restart_warning("eu-west") is None
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert restart_warning("eu-west") is None                         # no Docker: nothing to say

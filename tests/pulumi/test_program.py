@@ -139,7 +139,7 @@ def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
     assert set(commands) == {"eu-west-kind", "us-east-kind", "control-kind"}
     config = yaml.safe_load(commands["eu-west-kind"]["stdin"])
     assert config["nodes"][1] == {"role": "worker", "labels": {"modelplane.ai/pool": "gpu"}}
-    assert "kindest/node:v1.35.1" in commands["eu-west-kind"]["create"]
+    assert "kindest/node:v1.36.1@sha256:" in commands["eu-west-kind"]["create"]
     control = yaml.safe_load(commands["control-kind"]["stdin"])
     assert control["nodes"][0]["extraPortMappings"][0]["hostPort"] == 8080
     charts = {r.name: r for r in run.of_type("kubernetes:helm.sh/v4:Chart")}
