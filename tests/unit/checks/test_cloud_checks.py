@@ -4,7 +4,8 @@ ModelExpress without a server or an image vouched for, SGLang PD and port rules.
 
 from __future__ import annotations
 
-from tests.unit.render.cloudfleet import gpu_class
+from tests.unit.render.cloudfleet import EFA_REQUEST, dra_efa_class, gang_requesting, gpu_class
+from tests.unit.render.cloudfleet import GPU_REQUEST as GPUS
 
 from .fleets import base, messages
 
@@ -41,27 +42,8 @@ def test_efa_pool_whose_instance_type_has_efa_passes() -> None:
     assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS}), "efa-exposure") == []
 
 
-GANG = """
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelDeployment
-metadata: {name: llama, namespace: ml-team}
-spec:
-  replicas: 1
-  template:
-    spec:
-      engines:
-      - name: vllm
-        members:
-        - role: Leader
-          nodeSelector: {devices: [%(devices)s]}
-          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
-        - role: Worker
-          worker: {nodes: 1}
-          nodeSelector: {devices: [%(devices)s]}
-          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
-"""
-GPUS = "{name: gpu, count: 8, selectors: [{cel: 'device.driver == \"gpu.nvidia.com\"'}]}"
-EFAS = "{name: efa, count: 16, selectors: [{cel: 'device.driver == \"dra.net\"'}]}"
+GANG = gang_requesting(GPUS)
+GANG_WITH_EFA = gang_requesting(GPUS + ", " + EFA_REQUEST)
 
 
 def test_efa_exposure_is_advisory_and_only_for_gangs_and_nixl_pairs_that_get_no_efa() -> None:
@@ -71,11 +53,11 @@ def test_efa_exposure_is_advisory_and_only_for_gangs_and_nixl_pairs_that_get_no_
     only by request: https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)"""
     standalone = base(**{"class": p5("m6i.xlarge"), "cluster": EKS})
     assert messages(standalone, "efa-exposure") == []
-    gang = base(**{"class": p5("m6i.xlarge"), "cluster": EKS, "deployment": GANG % {"devices": GPUS}})
+    gang = base(**{"class": p5("m6i.xlarge"), "cluster": EKS, "deployment": GANG})
     got = messages(gang, "efa-exposure")
     assert len(got) == 2 and all(m.startswith("[advisory] efa-exposure: ModelDeployment/ml-team/llama") for m in got)
     assert "instance type 'm6i.xlarge' is not one known to carry EFA" in got[0] and "fall back to TCP" in got[0]
-    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS, "deployment": GANG % {"devices": GPUS}}),
+    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS, "deployment": GANG}),
                     "efa-exposure") == []
 
 
@@ -86,39 +68,26 @@ def test_efa_exposure_is_silent_for_existing_efa_pools_of_standalone_engines() -
     assert messages(base(**{"class": h100_class(), "cluster": existing_cluster(fabric="EFA")}), "efa-exposure") == []
 
 
-DRA_EFA_CLASS = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: h100}
-spec:
-  provisioning: {provider: EKS, eks: {instanceType: p5en.48xlarge, accelerator: {type: nvidia-h200, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     attributes: {productName: {string: NVIDIA H200}}, capacity: {memory: {value: 143771Mi}}}
-  - {name: efa, driver: dra.net, deviceClassName: %s, count: 16}
-"""
-
-
 def test_efa_exposure_on_a_dra_efa_class_asks_the_gang_to_request_efa_devices() -> None:
-    docs = base(**{"class": DRA_EFA_CLASS % "efa.networking.k8s.aws", "cluster": EKS,
-                   "deployment": GANG % {"devices": GPUS}})
+    docs = base(**{"class": dra_efa_class("h100"), "cluster": EKS,
+                   "deployment": GANG})
     got = messages(docs, "efa-exposure")
     assert got and "requests no EFA device" in got[0] and got[0].startswith("[advisory]")
-    claimed = base(**{"class": DRA_EFA_CLASS % "efa.networking.k8s.aws", "cluster": EKS,
-                      "deployment": GANG % {"devices": GPUS + ", " + EFAS}})
+    claimed = base(**{"class": dra_efa_class("h100"), "cluster": EKS,
+                      "deployment": GANG_WITH_EFA})
     assert messages(claimed, "efa-exposure") == []
 
 
 def test_dra_efa_devices_must_name_the_device_class_aws_dranet_creates() -> None:
     """aws/eks-charts stable/aws-dranet values.yaml `deviceClass.name: efa.networking.k8s.aws`,
     templates/deviceclass.yaml: the only DeviceClass selecting dra.net EFA devices."""
-    bad = base(**{"class": DRA_EFA_CLASS % "efa.example.org", "cluster": EKS})
+    bad = base(**{"class": dra_efa_class("h100", "efa.example.org"), "cluster": EKS})
     assert messages(bad, "efa-dra-device-class") == [
         "[mandatory] efa-dra-device-class: InferenceClass/h100 (fleet.yaml#0) spec.devices[1].deviceClassName: "
         "device 'efa' is claimed from DeviceClass 'efa.example.org', but the aws-dranet chart the program installs "
         "for dra.net creates 'efa.networking.k8s.aws' only, so its claims never allocate. Fix: deviceClassName: "
         "efa.networking.k8s.aws."]
-    assert messages(base(**{"class": DRA_EFA_CLASS % "efa.networking.k8s.aws", "cluster": EKS}),
+    assert messages(base(**{"class": dra_efa_class("h100"), "cluster": EKS}),
                     "efa-dra-device-class") == []
 
 

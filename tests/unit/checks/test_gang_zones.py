@@ -8,7 +8,7 @@ from __future__ import annotations
 from tests.unit.render.cloudfleet import gpu_class
 
 from .fleets import base, messages
-from .test_cloud_checks import GANG, GPUS
+from .test_cloud_checks import GANG
 
 POLICY = "gang-zone-capacity"
 
@@ -29,7 +29,7 @@ spec:
 def _docs(source: str, pool: str) -> list[str]:
     provider, machine = ("EKS", "p5.48xlarge") if source == "EKS" else ("GKE", "a3-ultragpu-8g")
     return base(**{"class": gpu_class("h100", provider, machine, product="NVIDIA H100 80GB HBM3"),
-                   "cluster": _cluster(source, pool), "deployment": GANG % {"devices": GPUS}})
+                   "cluster": _cluster(source, pool), "deployment": GANG})
 
 
 def test_a_gang_copy_larger_than_any_zone_of_its_pool_is_refused() -> None:

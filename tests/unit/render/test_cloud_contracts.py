@@ -14,7 +14,7 @@ from modelplane.render import render_replica
 from modelplane.render.names import LWS_NAME_BUDGET, REVISION_HASH_SUFFIX
 from modelplane.render.serving import CHARTS, chart_specs, render_modelexpress
 
-from .cloudfleet import GPU_CEL, cloud_fleet, gang
+from .cloudfleet import EFA_REQUEST, GPU_CEL, GPU_REQUEST, cloud_fleet, dra_efa_class, gang, gang_requesting
 from .fleets import by_kind, one, place
 from .schema import validate_any
 
@@ -356,17 +356,7 @@ def test_pool_labeler_runs_kubectl_itself_because_the_kubectl_image_has_no_shell
     assert "modelplane.ai/pool=a100" in second
 
 
-DRA_EFA = """
-apiVersion: modelplane.ai/v1alpha1
-kind: InferenceClass
-metadata: {name: p5en}
-spec:
-  provisioning: {provider: EKS, eks: {instanceType: p5en.48xlarge, accelerator: {type: nvidia-h200, count: 8}}}
-  devices:
-  - {name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
-     attributes: {productName: {string: NVIDIA H200}}, capacity: {memory: {value: 143771Mi}}}
-  - {name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 16}
----
+DRA_EFA = "---".join([dra_efa_class(), """
 apiVersion: modelplane.ai/v1alpha1
 kind: InferenceCluster
 metadata: {name: eks-dra, labels: {modelplane.ai/region: d}}
@@ -374,27 +364,7 @@ spec:
   cluster: {source: EKS, eks: {region: us-east-1}}
   nodePools:
   - {name: p5en, className: p5en, nodeCount: 2, zones: [us-east-1a], fabric: {type: EFA}}
----
-apiVersion: modelplane.ai/v1alpha1
-kind: ModelDeployment
-metadata: {name: dra-gang, namespace: ml-team}
-spec:
-  replicas: 1
-  template:
-    spec:
-      clusterSelector: {matchLabels: {modelplane.ai/region: d}}
-      engines:
-      - name: vllm
-        members:
-        - role: Leader
-          nodeSelector: {devices: [%(devices)s]}
-          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
-        - role: Worker
-          worker: {nodes: 1}
-          nodeSelector: {devices: [%(devices)s]}
-          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
-""".replace("%(devices)s", "{name: gpu, count: 8, selectors: [{cel: 'device.driver == \"gpu.nvidia.com\"'}]}, "
-                           "{name: efa, count: 16, selectors: [{cel: 'device.driver == \"dra.net\"'}]}")
+""", gang_requesting(GPU_REQUEST + ", " + EFA_REQUEST, name="dra-gang", selector="{modelplane.ai/region: d}")])
 
 
 def test_a_class_with_dra_net_efa_devices_gets_aws_dranet_and_no_efa_extended_resource() -> None:
