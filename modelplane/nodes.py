@@ -47,6 +47,7 @@ from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
 from modelplane.clouds.nodes import (
     SYSTEM_POOL_LABELS,
     SYSTEM_POOL_NODES,
+    ZONE_LABEL,
     provisioned_node_labels,
     provisioned_node_taints,
 )
@@ -151,7 +152,7 @@ def _cloud_labels(region: str | None, zone: str | None, first_zone_suffix: str,
     labels = {}
     if region is not None:
         labels["topology.kubernetes.io/region"] = region
-        labels["topology.kubernetes.io/zone"] = zone or f"{region}{first_zone_suffix}"
+        labels[ZONE_LABEL] = zone or f"{region}{first_zone_suffix}"
     if instance:
         labels["node.kubernetes.io/instance-type"] = instance
     return labels

@@ -22,7 +22,6 @@ SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBar
 # The node image kind v0.32.0 was released with, pinned by digest: kind images are built for a
 # kind release, whose notes list them with their digests (kubernetes-sigs/kind
 # site/content/docs/user/quick-start.md; v0.32.0 pkg/apis/config/defaults/image.go `Image`).
-KIND_VERSION = "v0.32.0"
 DEFAULT_KIND_NODE_IMAGE = ("kindest/node:v1.36.1@sha256:"
                            "3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5")
 # Pulumi auto-names a resource `<name>-<7 random characters>`; an EKS node group's name (ours
