@@ -14,7 +14,7 @@ from components.errors import ResourceError
 from components.k8s import RenderedObject, register_objects
 from components.sim import CLIENT_TIMEOUT_S, SimCluster, SimClusterDown, SimUnavailable, simulated_cluster
 from components.sources import ProvisionedCluster
-from components.sources.kind import kind_cluster
+from components.sources.kind import kind_cluster, restart_warning
 from modelplane.api import Fleet, load_manifest_text
 from modelplane.api import InferenceCluster as ClusterSpec
 from modelplane.checks.kind_node_image import node_image_error
@@ -59,11 +59,13 @@ class InferenceCluster(pulumi.ComponentResource):
         props = {"source": spec.source, "renderDir": args.render_dir or "", "manifest": spec.to_manifest()}
         super().__init__("modelplane:index:InferenceCluster", name, props, opts)
         self.source = spec.source
+        # The Kubernetes provider's clusterIdentifier: a recreated cluster changes it (Kind).
+        self.identity = name
         self.simulated = _simulated(name, args, self)
         connected = None if args.render_dir or self.simulated else self._connect(name, args)
         provisioned = connected if isinstance(connected, ProvisionedCluster) else None
         self.kubeconfig = connected.kubeconfig if isinstance(connected, ProvisionedCluster) else connected
-        self.provider = _provider(name, self, args, self.kubeconfig, self.simulated)
+        self.provider = _provider(name, self, args, self.kubeconfig, self.simulated, self.identity)
         # The cache StorageClass of a cluster we provision, on its own provider: ModelCache
         # PVCs name it (modelplane.storage).
         self.storage_class: RenderedObject | None = None
@@ -92,7 +94,12 @@ class InferenceCluster(pulumi.ComponentResource):
                 where = args.fleet.source_of(spec) if args.fleet is not None else "stack config controlPlane"
                 raise ResourceError(f"{where}: InferenceCluster {name}: {error}", self)
             pools = [(p.name, p.node_count) for p in spec.spec.node_pools]
-            return kind_cluster(name, image, pools, self, host_port=args.host_port).stdout
+            created = kind_cluster(name, image, pools, self, host_port=args.host_port)
+            self.identity = created.identity
+            restarted = restart_warning(name)
+            if restarted:
+                pulumi.log.warn(restarted, self)
+            return created.command.stdout
         if source in ("EKS", "GKE"):
             if args.fleet is None:
                 raise ResourceError(f"InferenceCluster {name}: {source} clusters are provisioned from a fleet", self)
@@ -145,7 +152,8 @@ def _simulated(name: str, args: InferenceClusterArgs, parent: pulumi.Resource) -
 
 
 def _provider(name: str, parent: pulumi.Resource, args: InferenceClusterArgs,
-              kubeconfig: pulumi.Input[str] | None, simulated: SimCluster | None = None) -> k8s.Provider:
+              kubeconfig: pulumi.Input[str] | None, simulated: SimCluster | None = None,
+              identity: str | None = None) -> k8s.Provider:
     opts = pulumi.ResourceOptions(parent=parent)
     if args.render_dir:
         return k8s.Provider(f"{name}-k8s", render_yaml_to_directory=os.path.join(args.render_dir, name),
@@ -160,8 +168,8 @@ def _provider(name: str, parent: pulumi.Resource, args: InferenceClusterArgs,
         f"{name}-k8s", kubeconfig=kubeconfig if kubeconfig is not None else args.access.kubeconfig_path,
         context=args.access.context,
         # A rotated EKS/GKE token changes the kubeconfig; only a new cluster should
-        # replace the provider (and everything on it).
-        cluster_identifier=name, opts=opts)
+        # replace the provider (and everything on it): a recreated Kind cluster has a new identity.
+        cluster_identifier=identity or name, opts=opts)
 
 
 def control_cluster(args: ControlPlaneArgs, *, render_dir: str | None, host_port: int | None = None,

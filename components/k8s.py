@@ -12,10 +12,6 @@ import pulumi_kubernetes as k8s
 
 from modelplane.vocabulary import Manifest
 
-# Staging a model or starting an engine on it outlasts the provider's 10-minute default.
-SLOW = pulumi.CustomTimeouts(create="60m", update="60m")
-SLOW_KINDS = ("Job", "Deployment")
-
 
 def resource_name(*parts: str) -> str:
     """A Pulumi resource name from readable parts (Kubernetes names already are safe)."""
@@ -37,10 +33,9 @@ class RenderedObject(pulumi.CustomResource):
     (resource.k8s.io/v1)."""
 
     def __init__(self, name: str, obj: Manifest, opts: pulumi.ResourceOptions | None = None) -> None:
-        # The plugin version the typed classes pin; the SDK leaves this helper untyped.
+        # The plugin version the typed classes pin; the SDK leaves this helper untyped. How long
+        # a workload is awaited is its rendered `pulumi.com/timeoutSeconds` (modelplane.render.readiness).
         extra = pulumi.ResourceOptions(version=k8s._utilities.get_version())  # type: ignore[no-untyped-call]
-        if obj.get("kind") in SLOW_KINDS:
-            extra.custom_timeouts = SLOW
         super().__init__(type_token(obj["apiVersion"], obj["kind"]), name, plain(obj),
                          pulumi.ResourceOptions.merge(opts, extra))
 

@@ -42,11 +42,12 @@ from dataclasses import dataclass, field
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_class import DeviceKind, InferenceClass
 from modelplane.api.inference_cluster import InferenceCluster, NodePool
-from modelplane.clouds.aws import EFA_RESOURCE, SYSTEM_INSTANCE_TYPE, pool_efa_interfaces
+from modelplane.clouds.aws import EFA_RESOURCE, SYSTEM_INSTANCE_TYPE, efa_mode, pool_efa_interfaces
 from modelplane.clouds.gcp import SYSTEM_MACHINE_TYPE
 from modelplane.clouds.nodes import (
     SYSTEM_POOL_LABELS,
     SYSTEM_POOL_NODES,
+    ZONE_LABEL,
     provisioned_node_labels,
     provisioned_node_taints,
 )
@@ -151,7 +152,7 @@ def _cloud_labels(region: str | None, zone: str | None, first_zone_suffix: str,
     labels = {}
     if region is not None:
         labels["topology.kubernetes.io/region"] = region
-        labels["topology.kubernetes.io/zone"] = zone or f"{region}{first_zone_suffix}"
+        labels[ZONE_LABEL] = zone or f"{region}{first_zone_suffix}"
     if instance:
         labels["node.kubernetes.io/instance-type"] = instance
     return labels
@@ -236,7 +237,8 @@ def allocatable(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> dict
     cls = _class_of(fleet, pool)
     instance, _ = _provisioned(cls, cluster.source) if cluster.source in PROVISIONED else (None, 0)
     resources = _resources(instance)
-    efa = pool_efa_interfaces(fleet, pool) if cluster.source == "EKS" else None
+    plugin = cluster.source == "EKS" and efa_mode(fleet, pool) == "device-plugin"
+    efa = pool_efa_interfaces(fleet, pool) if plugin else None
     if efa:
         resources[EFA_RESOURCE] = str(efa)
     return resources

@@ -28,6 +28,8 @@ LABEL_POOL = GROUP + "pool"
 LABEL_LWS_ROLE = GROUP + "lws-role"
 LABEL_CLIQUE_ROLE = GROUP + "clique-role"
 LABEL_MODELCACHE = GROUP + "modelcache"
+# On EFA pools' nodes: which driver manages their EFA interfaces ("dra" or "device-plugin").
+LABEL_EFA = GROUP + "efa"
 LABEL_NAMESPACE = GROUP + "namespace"
 # Nodes of provisioned clusters' system pools (not GPU pools).
 LABEL_ROLE = GROUP + "role"
@@ -36,6 +38,12 @@ LABEL_PART_OF = "app.kubernetes.io/part-of"
 LABEL_COMPONENT = "app.kubernetes.io/component"
 LABEL_PD_ROLE = "llm-d.ai/role"
 LABEL_KAI_QUEUE = "kai.scheduler/queue"
+# Labels Grove sets on every pod of a PodCliqueSet (ai-dynamo/grove operator/api/common/labels.go).
+LABEL_GROVE_SET_INDEX = "grove.io/podcliqueset-replica-index"
+LABEL_GROVE_SCALING_GROUP = "grove.io/podcliquescalinggroup"
+LABEL_GROVE_SCALING_GROUP_INDEX = "grove.io/podcliquescalinggroup-replica-index"
+# Labels LeaderWorkerSet sets on every pod of a group (kubernetes-sigs/lws api/leaderworkerset/v1).
+LABEL_LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
 # Opt-in to vLLM's `--load-format modelexpress` on Dynamo clusters: stock vLLM images need the
 # `modelexpress` package for that loader (k8s-api-shapes.md §5.3), so it is never assumed.
 ANNOTATION_MODELEXPRESS = GROUP + "modelexpress"
@@ -51,3 +59,8 @@ PROVISIONED_SOURCES = ("Kind", "EKS", "GKE")
 # DRA drivers the program knows by name (their facts: modelplane.drivers, modelplane.clouds).
 NVIDIA_DRIVER = "gpu.nvidia.com"
 EXAMPLE_DRIVER = "gpu.example.com"
+# AWS's EFA DRA driver, DRANET (aws/eks-charts stable/aws-dranet templates/deviceclass.yaml).
+DRANET_DRIVER = "dra.net"
+# The standard DRA device attribute both the NVIDIA GPU driver and DRANET publish: devices under
+# one PCIe root share it (kubernetes/api resource/v1 types.go, StandardDeviceAttributePrefix).
+ATTRIBUTE_PCIE_ROOT = "resource.kubernetes.io/pcieRoot"

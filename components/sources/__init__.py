@@ -9,7 +9,8 @@ from typing import Any
 import pulumi
 
 from components.errors import ResourceError
-from modelplane.api import Fleet, NodePool
+from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.clouds.provisioning import pool_provisioning_block, provisioning_problem
 from modelplane.vocabulary import Manifest
 
 
@@ -21,14 +22,14 @@ class ProvisionedCluster:
     storage_class: Manifest | None = None
 
 
-def pool_provisioning(cluster: str, pool: NodePool, fleet: Fleet, block: str, needs: str,
+def pool_provisioning(cluster: InferenceCluster, pool: NodePool, fleet: Fleet,
                       resource: pulumi.Resource | None) -> Any:
     """The `provisioning.<block>` of a pool's InferenceClass: what a cloud source builds
-    the pool's nodes from. A class without it can't be provisioned there, so say which."""
-    klass = fleet.classes.get(pool.class_name or "")
-    prov = getattr(klass.spec.provisioning, block) if klass and klass.spec.provisioning else None
-    if prov is None:
+    the pool's nodes from (modelplane.clouds.provisioning). A class without it can't be
+    provisioned there, so say which."""
+    problem = provisioning_problem(fleet, cluster, pool)
+    if problem is not None:
+        klass = fleet.classes.get(pool.class_name or "")
         where = f"{fleet.source_of(klass)}: " if klass is not None else ""
-        raise ResourceError(f"{where}InferenceCluster {cluster} pool {pool.name}: class {pool.class_name} has no "
-                            f"provisioning.{block} block ({needs})", resource)
-    return prov
+        raise ResourceError(f"{where}{problem}", resource)
+    return pool_provisioning_block(fleet, cluster, pool)

@@ -19,6 +19,9 @@ Rules this follows (each has a contract test in tests/pulumi/test_cloud_contract
 * Caches: the EFS CSI driver add-on (Pod Identity for its controller), an EFS file system
   with a mount target per private subnet open to NFS from the VPC, and the StorageClass
   modelplane.storage names.
+* Pools that can grow: their node groups' Auto Scaling groups carry the cluster-autoscaler's
+  discovery tags, and its service account gets a Pod Identity role with the actions its AWS
+  README lists (modelplane.clouds.aws; the chart itself is the serving stack's).
 """
 
 from __future__ import annotations
@@ -35,7 +38,18 @@ from components.errors import ResourceError
 from components.labels import cloud_tags
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.clouds.aws import EFA_INTERFACES
+from modelplane.clouds.aws import (
+    AUTOSCALER_IAM_STATEMENTS,
+    AUTOSCALER_NAMESPACE,
+    AUTOSCALER_SERVICE_ACCOUNT,
+    EFA_INTERFACES,
+    autoscaled_pools,
+    autoscaler_discovery_tags,
+    efa_instance_types,
+    eks_pool_zones,
+    eks_zones,
+    node_group_scaling,
+)
 from modelplane.clouds.nodes import (
     SYSTEM_POOL_LABELS,
     SYSTEM_POOL_MAX_NODES,
@@ -176,11 +190,11 @@ def kubeconfig(cluster: aws.eks.Cluster, region: str) -> pulumi.Output[str]:
 def _check_pools(name: str, spec: InferenceCluster, fleet: Fleet, parent: pulumi.Resource) -> None:
     """Refuse at preview what EKS would refuse (or silently get wrong) at `up`."""
     for pool in spec.gpu_pools:
-        prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator", parent)
+        prov = pool_provisioning(spec, pool, fleet, parent)
         where = f"{fleet.source_of(spec)}: InferenceCluster {name} pool {pool.name}"
         if pool.fabric.type == "EFA" and prov.instance_type not in EFA_INTERFACES:
             raise ResourceError(f"{where}: fabric EFA on instance type {prov.instance_type!r}, which is not one "
-                                f"known to carry EFA ({', '.join(sorted(EFA_INTERFACES))}); its nodes would get no "
+                                f"known to carry EFA ({efa_instance_types()}); its nodes would get no "
                                 "EFA interfaces and gangs would run over TCP. Fix: use an EFA instance type or "
                                 "fabric.type: None", parent)
         if pool.fabric.type == "EFA" and len(pool.zones) != 1:
@@ -200,9 +214,7 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
     region_provider = aws.Provider(f"{name}-aws", region=source.region, opts=pulumi.ResourceOptions(parent=parent))
     opts = pulumi.ResourceOptions(parent=parent, provider=region_provider)
     pools = spec.gpu_pools
-    zones = sorted({z for p in pools for z in p.zones}) or [f"{source.region}a", f"{source.region}b"]
-    if len(zones) < 2:  # the EKS control plane needs subnets in two zones
-        zones = zones + [z for z in (f"{source.region}a", f"{source.region}b") if z not in zones][:1]
+    zones = eks_zones(spec)
     network = _network(name, zones, settings.vpc_cidr, opts, tags)
     cluster_role = (settings.cluster_role_arn or
                     _role(f"{name}-cluster", "eks", ("AmazonEKSClusterPolicy",), opts, tags).arn)
@@ -221,24 +233,55 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
         scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=SYSTEM_POOL_NODES, min_size=SYSTEM_POOL_NODES,
                                                           max_size=SYSTEM_POOL_MAX_NODES),
         labels=dict(SYSTEM_POOL_LABELS), tags=tags, opts=opts)
-    for pool in pools:
-        _gpu_node_group(name, pool, fleet, spec, cluster, node_role, network, opts)
+    groups = {pool.name: _gpu_node_group(name, pool, fleet, spec, cluster, node_role, network, opts) for pool in pools}
     storage = _efs_storage(name, cluster, network, settings, opts, tags, system)
+    _autoscaling(name, spec, cluster, groups, opts, tags, system)
     return ProvisionedCluster(kubeconfig(cluster, source.region), storage)
+
+
+def _first_asg(resources: list[aws.eks.outputs.NodeGroupResource] | None) -> str:
+    """The name of a managed node group's Auto Scaling group (its `resources` output; empty
+    until EKS created the group, e.g. in a preview)."""
+    for res in resources or []:
+        for group in res.autoscaling_groups or []:
+            if group.name:
+                return str(group.name)
+    return ""
+
+
+def _autoscaling(name: str, spec: InferenceCluster, cluster: aws.eks.Cluster, groups: dict[str, aws.eks.NodeGroup],
+                 opts: pulumi.ResourceOptions, tags: dict[str, str], system: aws.eks.NodeGroup) -> None:
+    """Discovery tags on the Auto Scaling group of every pool that can grow, and the Pod Identity
+    role the cluster-autoscaler acts with (kubernetes/autoscaler cluster-autoscaler/cloudprovider/
+    aws/README.md: "Auto-Discovery Setup", "Full Cluster Autoscaler Features Policy")."""
+    growable = autoscaled_pools(spec)
+    if not growable:
+        return
+    for pool in growable:
+        asg = groups[pool.name].resources.apply(_first_asg)
+        for key, value in autoscaler_discovery_tags(name).items():
+            aws.autoscaling.Tag(f"{name}-{pool.name}-{key.rsplit('/', 1)[-1]}", autoscaling_group_name=asg,
+                                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                                opts=opts)
+    role = _role(f"{name}-autoscaler", "pods", (), opts, tags)
+    aws.iam.RolePolicy(f"{name}-autoscaler", role=role.id, opts=opts, policy=json.dumps(
+        {"Version": "2012-10-17", "Statement": list(AUTOSCALER_IAM_STATEMENTS)}))
+    aws.eks.PodIdentityAssociation(
+        f"{name}-autoscaler", cluster_name=cluster.name, namespace=AUTOSCALER_NAMESPACE,
+        service_account=AUTOSCALER_SERVICE_ACCOUNT, role_arn=role.arn, tags=tags,
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[system])))
 
 
 def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceCluster, cluster: aws.eks.Cluster,
                     node_role: pulumi.Input[str], network: Network, opts: pulumi.ResourceOptions) -> aws.eks.NodeGroup:
-    prov = pool_provisioning(name, pool, fleet, "eks", "instanceType, accelerator", opts.parent)
+    prov = pool_provisioning(spec, pool, fleet, opts.parent)
     tags = cloud_tags(name, pool.name)
-    pool_zones = pool.zones or sorted(network.private)
-    subnets = [network.private[z] for z in pool_zones]
+    subnets = [network.private[z] for z in eks_pool_zones(spec, pool)]
     lt = None
     if pool.fabric.type == "EFA" or pool.capacity_block:
         lt = _launch_template(f"{name}-{pool.name}", pool, prov.instance_type, network, cluster, prov.disk_size_gb,
                               opts, tags)
-    low = min(pool.node_count if pool.min_node_count is None else pool.min_node_count, pool.node_count)
-    high = max(pool.max_node_count or pool.node_count, pool.node_count, 1)
+    scaling = node_group_scaling(pool)
     return aws.eks.NodeGroup(
         f"{name}-{pool.name}", cluster_name=cluster.name, node_role_arn=node_role,
         subnet_ids=[s.id for s in subnets],
@@ -249,7 +292,8 @@ def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceClus
         disk_size=None if lt else prov.disk_size_gb,
         launch_template=(aws.eks.NodeGroupLaunchTemplateArgs(id=lt.id, version=lt.latest_version.apply(str))
                          if lt else None),
-        scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=pool.node_count, min_size=low, max_size=high),
+        scaling_config=aws.eks.NodeGroupScalingConfigArgs(desired_size=scaling.desired_size,
+                                                          min_size=scaling.min_size, max_size=scaling.max_size),
         labels=provisioned_node_labels(fleet, spec, pool),
         # The API spells effects in upper snake case (NO_SCHEDULE).
         taints=[aws.eks.NodeGroupTaintArgs(**{**t, "effect": TAINT_EFFECTS[t["effect"]]})

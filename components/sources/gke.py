@@ -86,7 +86,7 @@ def gke_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: GcpAr
     sizes = _sizes(name, spec, fleet, parent)
     opts = pulumi.ResourceOptions(parent=parent)
     pools = spec.gpu_pools
-    machines = {p.name: pool_provisioning(name, p, fleet, "gke", "machineType, accelerator", parent).machine_type
+    machines = {p.name: pool_provisioning(spec, p, fleet, parent).machine_type
                 for p in pools}
     rdma = any(_rdma_pool(p, machines[p.name], settings) for p in pools)
     cluster = gcp.container.Cluster(
@@ -144,7 +144,7 @@ def _rdma_network_config(name: str, pool: NodePool, settings: GcpArgs,
 def _gpu_pool(name: str, pool: NodePool, fleet: Fleet, spec: InferenceCluster, cluster: gcp.container.Cluster,
               region: str, settings: GcpArgs, size: GkePoolSize, opts: pulumi.ResourceOptions, *,
               rdma: bool) -> gcp.container.NodePool:
-    prov = pool_provisioning(name, pool, fleet, "gke", "machineType, accelerator", opts.parent)
+    prov = pool_provisioning(spec, pool, fleet, opts.parent)
     autoscaling = None
     if size.total_max is not None:
         autoscaling = gcp.container.NodePoolAutoscalingArgs(

@@ -19,6 +19,7 @@ USER_SETTABLE_ANNOTATIONS = frozenset({NIXL_ANNOTATION})
 # Always used with fullmatch: `$` also matches before a trailing newline, which let
 # "eu-west\n" pass as a name (and become a directory named so).
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -82,6 +83,20 @@ def check_dns_label(value: str, what: str = "name") -> str:
         raise ValueError(
             f"{what} {quoted(value)} is not a DNS label; use at most 63 lowercase letters, "
             "digits and '-', starting and ending with a letter or digit (e.g. 'qwen-7b')"
+        )
+    return value
+
+
+def check_dns1035_label(value: str, what: str, becomes: str) -> str:
+    """A DNS-1035 label (what Kubernetes requires of Service names): a DNS label that starts
+    with a letter. `becomes` names the objects the value becomes, for the message."""
+    if len(value) > 63 or not _DNS_1035_LABEL.fullmatch(value):
+        start = re.sub(r"^[^a-z]+", "", value.lower().replace(".", "-").replace("_", "-"))
+        example = f"m-{value.lower()}" if value[:1].isdigit() else (start or "model")
+        raise ValueError(
+            f"{what} {quoted(value)} becomes the name of {becomes}, which Kubernetes requires to be a "
+            "DNS-1035 label: at most 63 lowercase letters, digits and '-', starting with a letter and "
+            f"ending with a letter or digit; rename it (e.g. {quoted(re.sub(r'[^-a-z0-9]', '-', example)[:63])})"
         )
     return value
 
@@ -166,6 +181,19 @@ class ObjectMeta(ApiModel):
     @classmethod
     def _namespace(cls, value: str | None) -> str | None:
         return None if value is None else check_dns_label(value, "metadata.namespace")
+
+
+class LabelledObjectMeta(ObjectMeta):
+    """Metadata of an object whose name is stamped as a label value on what it renders (a
+    cluster, a cache): at most 63 characters, the limit of a label value."""
+
+    @field_validator("name")
+    @classmethod
+    def _label_value_name(cls, value: str) -> str:
+        if len(value) > 63:
+            raise ValueError(f"metadata.name {quoted(value)} is {len(value)} characters long; it becomes a label "
+                             "value on the objects rendered for it, and label values hold at most 63 characters")
+        return value
 
 
 class LabelSelector(ApiModel):

@@ -11,13 +11,24 @@ from .common import (
     ApiModel,
     KindObject,
     LabelSelector,
+    ObjectMeta,
+    check_dns_label,
     check_label_value,
     check_unique,
     check_user_labels,
 )
 
 SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBaremetal")
-DEFAULT_KIND_NODE_IMAGE = "kindest/node:v1.35.1"
+# The node image kind v0.32.0 was released with, pinned by digest: kind images are built for a
+# kind release, whose notes list them with their digests (kubernetes-sigs/kind
+# site/content/docs/user/quick-start.md; v0.32.0 pkg/apis/config/defaults/image.go `Image`).
+DEFAULT_KIND_NODE_IMAGE = ("kindest/node:v1.36.1@sha256:"
+                           "3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5")
+# Pulumi auto-names a resource `<name>-<7 random characters>`; an EKS node group's name (ours
+# are named `<cluster>-<pool>`) "can't be longer than 63 characters" (pulumi_aws eks NodeGroup
+# `node_group_name`, the EKS CreateNodegroup rule).
+AUTONAME_SUFFIX = 8
+EKS_NODE_GROUP_NAME_MAX = 63
 
 
 class Credentials(ApiModel):
@@ -192,8 +203,10 @@ class NodePool(ApiModel):
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        # The pool name is the value of the `modelplane.ai/pool` node label.
-        return check_label_value(value, "node pool name")
+        # The pool name is the value of the `modelplane.ai/pool` node label, and part of the
+        # EKS node group's and GKE node pool's names, which take lowercase letters, digits, '-'.
+        check_label_value(value, "node pool name")
+        return check_dns_label(value, "node pool name")
 
     @model_validator(mode="after")
     def _class(self) -> NodePool:
@@ -258,9 +271,33 @@ class InferenceClusterSpec(ApiModel):
         return check_unique(pools, "node pool names")
 
 
+class ClusterMeta(ObjectMeta):
+    """A cluster's name is the value of `modelplane.ai/cluster` on every object rendered for it
+    and the start of its node groups', node pools' and kind nodes' names: a DNS label."""
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        return check_dns_label(value, "metadata.name")
+
+
 class InferenceCluster(KindObject):
     kind: Literal["InferenceCluster"]
+    metadata: ClusterMeta
     spec: InferenceClusterSpec
+
+    @model_validator(mode="after")
+    def _eks_node_group_names(self) -> InferenceCluster:
+        if self.spec.cluster.source != "EKS":
+            return self
+        for pool in [*self.spec.node_pools, None]:
+            group = f"{self.metadata.name}-{pool.name if pool else 'system'}"
+            if len(group) + AUTONAME_SUFFIX > EKS_NODE_GROUP_NAME_MAX:
+                raise ValueError(
+                    f"the EKS node group of pool {pool.name if pool else 'system'!r} is named {group!r} plus "
+                    f"{AUTONAME_SUFFIX} characters Pulumi adds, {len(group) + AUTONAME_SUFFIX} in all, and EKS "
+                    f"allows {EKS_NODE_GROUP_NAME_MAX}; shorten the cluster or pool name")
+        return self
 
     @property
     def source(self) -> str:

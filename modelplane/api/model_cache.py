@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from modelplane.redact import url_secret_problem
 
-from .common import ApiModel, KindObject, LabelSelector
+from .common import ApiModel, KindObject, LabelledObjectMeta, LabelSelector
 
 # A Hugging Face repo id, `name` or `namespace/name` (huggingface_hub's validate_repo_id:
 # letters, digits, '-', '_', '.', at most 96 characters a part, no '--' or '..').
@@ -60,6 +60,7 @@ class ModelCacheSpec(ApiModel):
 
 class ModelCache(KindObject):
     kind: Literal["ModelCache"]
+    metadata: LabelledObjectMeta      # stamped as modelplane.ai/modelcache on its PVC and Job
     spec: ModelCacheSpec
 
     NAMESPACED: ClassVar[bool] = True

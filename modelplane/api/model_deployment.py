@@ -6,7 +6,17 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .common import ApiModel, KindObject, LabelSelector, NameRef, check_dns_label, check_unique, check_user_labels
+from .common import (
+    ApiModel,
+    KindObject,
+    LabelledObjectMeta,
+    LabelSelector,
+    NameRef,
+    check_dns1035_label,
+    check_dns_label,
+    check_unique,
+    check_user_labels,
+)
 from .placement import PlacementPolicy
 
 MAX_REPLICAS = 1000  # the reference caps at 10 (issue #438); a fleet needs more
@@ -229,8 +239,22 @@ class ModelDeploymentSpec(ApiModel):
     placement_policy: PlacementPolicy | None = None  # ours: modelplane/api/placement.py
 
 
+class DeploymentMeta(LabelledObjectMeta):
+    """A deployment's name starts every replica's name, which names the replica's Service and
+    LeaderWorkerSet: both must be DNS-1035 labels (the LWS webhook validates its name with
+    NameIsDNS1035Label because it names the group's headless Service, kubernetes-sigs/lws
+    pkg/webhooks/leaderworkerset_webhook.go; kubernetes/kubernetes pkg/apis/core/validation
+    ValidateServiceName does too unless RelaxedServiceNameValidation, alpha in 1.34, is on)."""
+
+    @field_validator("name")
+    @classmethod
+    def _service_name(cls, value: str) -> str:
+        return check_dns1035_label(value, "metadata.name", "each replica's Service and LeaderWorkerSet")
+
+
 class ModelDeployment(KindObject):
     kind: Literal["ModelDeployment"]
+    metadata: DeploymentMeta
     spec: ModelDeploymentSpec
 
     NAMESPACED: ClassVar[bool] = True

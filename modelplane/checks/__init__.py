@@ -25,6 +25,8 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     sglang,
     secrets,
     gateway_exposure,
+    variables,
+    gang_zones,
 )
 from modelplane.api import Fleet
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet

@@ -1,28 +1,127 @@
-"""AWS facts: EFA interfaces per instance type and what pods must request to use them.
+"""AWS facts: EFA interfaces per instance type and how pods get them.
 
-EFA devices reach pods only through a device plugin or DRA driver: the EFA device plugin
-publishes each EFA interface as one `vpc.amazonaws.com/efa` extended resource, and a pod
-gets EFA devices only by requesting them ("Manage EFA devices on Amazon EKS",
-https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html). A gang on an
-EFA pool whose pods request none runs NCCL over TCP.
+EFA devices reach pods only through a device plugin or a DRA driver ("Manage EFA devices on
+Amazon EKS", https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html):
+
+* the EFA device plugin (chart aws/eks-charts stable/aws-efa-k8s-device-plugin) publishes each
+  interface as one `vpc.amazonaws.com/efa` extended resource, and a pod gets EFA devices only
+  by requesting them. It hands out whole interfaces with no regard to which GPU the pod was
+  given: on a partial node the EFAs may sit under another PCIe root than the pod's GPUs;
+* DRANET (chart stable/aws-dranet, driver `dra.net`, DeviceClass `efa.networking.k8s.aws`)
+  publishes each interface as a DRA device carrying `resource.kubernetes.io/pcieRoot`, as the
+  NVIDIA driver does for GPUs, so one claim can align each GPU with its EFAs. Both must never
+  manage the same node's NICs.
+
+A class that declares `dra.net` devices takes the DRA path; any other EFA pool the plugin's.
+A gang on an EFA pool whose pods get no EFA runs NCCL over TCP.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
-from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.api import Fleet, InferenceClass, InferenceCluster, NodePool
+from modelplane.vocabulary import DRANET_DRIVER
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# What the aws-dranet chart names its DeviceClass (values.yaml `deviceClass.name`).
+EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
 # The system node group's instance type unless the stack sets aws.systemInstanceType.
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
-# EFA-capable network cards per instance type: one EFA interface per card (EC2 user guide,
-# "Maximize network bandwidth on EC2 instances with multiple network cards";
-# k8s-api-shapes.md §9.1: 32 on p5.48xlarge, 16 on p5en, 4 on p4d).
+# EFA interfaces per instance type, for the GPU instance types the EFA device plugin chart
+# supports (aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml `supportedInstanceLabels`,
+# chart v0.5.30). The counts are the EFA devices each instance carries, as scraped from EC2 for
+# DRA (aws/karpenter-provider-aws pkg/providers/drametadata/zz_generated_efa_metadata.go,
+# `EFAMetadataByInstanceType[...].Count`); one interface per EFA network card (EC2 user guide,
+# "Maximize network bandwidth on EC2 instances with multiple network cards").
 EFA_INTERFACES: dict[str, int] = {
-    "p5.48xlarge": 32, "p5e.48xlarge": 32, "p5en.48xlarge": 16, "p4d.24xlarge": 4,
-    "p4de.24xlarge": 4, "p6-b200.48xlarge": 8, "g6e.48xlarge": 4,
+    "p6-b300.48xlarge": 16, "p6-b200.48xlarge": 8,
+    "p5.48xlarge": 32, "p5.4xlarge": 1, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
+    "p4d.24xlarge": 4, "p4de.24xlarge": 4, "p3dn.24xlarge": 1,
+    "g6e.48xlarge": 4, "g6e.24xlarge": 2, "g6e.16xlarge": 1, "g6e.12xlarge": 1, "g6e.8xlarge": 1,
+    "g6.48xlarge": 1, "g6.24xlarge": 1, "g6.16xlarge": 1, "g6.12xlarge": 1, "g6.8xlarge": 1,
+    "g5.48xlarge": 1, "g5.24xlarge": 1, "g5.16xlarge": 1, "g5.12xlarge": 1, "g5.8xlarge": 1,
+    "g4dn.metal": 1, "g4dn.16xlarge": 1, "g4dn.12xlarge": 1, "g4dn.8xlarge": 1, "gr6.8xlarge": 1,
 }
+
+EfaMode = Literal["dra", "device-plugin"]
+
+# The cluster-autoscaler on EKS (kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md):
+# it finds the Auto Scaling groups it may resize by tags ("Auto-Discovery Setup": `--node-group-
+# auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<cluster-name>`;
+# "Without the tags, the Cluster Autoscaler will be unable to add new instances to the ASG"), and
+# only adjusts their desired size within their min and max. We tag exactly the node groups of pools
+# that can grow, with the InferenceCluster's name, which the chart's autoDiscovery.clusterName
+# repeats (charts/cluster-autoscaler/values.yaml `autoDiscovery.tags`).
+AUTOSCALER_NAMESPACE = "cluster-autoscaler"
+AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
+# "Full Cluster Autoscaler Features Policy (Recommended)" of the same README.
+AUTOSCALER_IAM_STATEMENTS: tuple[dict[str, object], ...] = (
+    {"Effect": "Allow", "Resource": "*", "Action": [
+        "autoscaling:DescribeAutoScalingGroups", "autoscaling:DescribeAutoScalingInstances",
+        "autoscaling:DescribeLaunchConfigurations", "autoscaling:DescribeScalingActivities",
+        "ec2:DescribeImages", "ec2:DescribeInstanceTypes", "ec2:DescribeLaunchTemplateVersions",
+        "ec2:GetInstanceTypesFromInstanceRequirements", "eks:DescribeNodegroup"]},
+    {"Effect": "Allow", "Resource": "*", "Action": [
+        "autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]},
+)
+
+
+def eks_zones(cluster: InferenceCluster) -> list[str]:
+    """The Availability Zones an EKS cluster's VPC spans: its GPU pools' zones, else the region's
+    first two; always at least two, because the EKS control plane needs subnets in two."""
+    eks = cluster.spec.cluster.eks
+    region = eks.region if eks is not None else ""
+    defaults = [f"{region}a", f"{region}b"]
+    zones = sorted({z for p in cluster.gpu_pools for z in p.zones}) or defaults
+    if len(zones) < 2:
+        zones = zones + [z for z in defaults if z not in zones][:1]
+    return zones
+
+
+def eks_pool_zones(cluster: InferenceCluster, pool: NodePool) -> list[str]:
+    """The zones a pool's node group spans: its own, else every zone of the cluster's VPC."""
+    return list(pool.zones) or eks_zones(cluster)
+
+
+def autoscaler_discovery_tags(cluster: str) -> dict[str, str]:
+    """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by."""
+    return {"k8s.io/cluster-autoscaler/enabled": "true", f"k8s.io/cluster-autoscaler/{cluster}": "owned"}
+
+
+@dataclass(frozen=True)
+class NodeGroupScaling:
+    """An EKS managed node group's scaling_config for a fleet pool."""
+
+    min_size: int
+    desired_size: int
+    max_size: int
+
+    @property
+    def autoscaled(self) -> bool:
+        return self.max_size > self.min_size
+
+
+def node_group_scaling(pool: NodePool) -> NodeGroupScaling:
+    """min = minNodeCount (else nodeCount), desired = nodeCount, max = maxNodeCount (else nodeCount):
+    exactly the nodes the scheduler counts (NodePool.declared_nodes) at most."""
+    low = min(pool.node_count if pool.min_node_count is None else pool.min_node_count, pool.node_count)
+    high = max(pool.max_node_count or pool.node_count, pool.node_count, 1)
+    return NodeGroupScaling(low, pool.node_count, high)
+
+
+def autoscaled_pools(cluster: InferenceCluster) -> list[NodePool]:
+    """The GPU pools of an EKS cluster whose node groups the cluster-autoscaler resizes."""
+    if cluster.source != "EKS":
+        return []
+    return [p for p in cluster.gpu_pools if node_group_scaling(p).autoscaled]
+
+
+def efa_instance_types() -> str:
+    """For messages: the EFA instance types we know, largest GPU types first."""
+    p_types = [t for t in EFA_INTERFACES if t.startswith("p")]
+    return ", ".join(p_types) + f" and {len(EFA_INTERFACES) - len(p_types)} g-family types (modelplane.clouds.aws)"
 
 
 def pool_instance_type(fleet: Fleet, pool: NodePool) -> str | None:
@@ -41,9 +140,28 @@ def pool_efa_interfaces(fleet: Fleet, pool: NodePool) -> int | None:
     return EFA_INTERFACES.get(instance) if instance else None
 
 
-def _devices_per_node(fleet: Fleet, pool: NodePool) -> int:
-    klass = fleet.classes.get(pool.class_name or "")
-    return sum(d.count for d in klass.spec.devices if d.claim == "DRA") if klass is not None else 0
+def _class_of(fleet: Fleet, pool: NodePool) -> InferenceClass | None:
+    return fleet.classes.get(pool.class_name or "")
+
+
+def declares_dra_efa(klass: InferenceClass | None) -> bool:
+    """The class claims its EFA interfaces as DRA devices of DRANET (`dra.net`)."""
+    return klass is not None and any(d.claim == "DRA" and d.driver == DRANET_DRIVER for d in klass.spec.devices)
+
+
+def efa_mode(fleet: Fleet, pool: NodePool) -> EfaMode | None:
+    """How a pool's EFA interfaces reach pods: through DRANET when its class declares `dra.net`
+    devices, else through the EFA device plugin; None when the pool has no EFA."""
+    klass = _class_of(fleet, pool)
+    if declares_dra_efa(klass):
+        return "dra"
+    return "device-plugin" if pool.fabric.type == "EFA" else None
+
+
+def _gpus_per_node(fleet: Fleet, pool: NodePool) -> int:
+    klass = _class_of(fleet, pool)
+    return sum(d.count for d in klass.spec.devices if d.claim == "DRA" and d.driver != DRANET_DRIVER) \
+        if klass is not None else 0
 
 
 @dataclass(frozen=True)
@@ -54,22 +172,28 @@ class EfaShare:
     reason: str | None = None      # set when devices == 0 on an EFA pool
 
 
-def member_efa_share(fleet: Fleet, cluster: InferenceCluster, pool: NodePool, claimed: int) -> EfaShare | None:
-    """`vpc.amazonaws.com/efa` per pod for a member claiming `claimed` DRA devices on `pool`:
-    the node's EFA interfaces in proportion to the devices claimed (all of them for a whole
-    node). None when the pool is not EFA. Device plugins hand out whole interfaces, one pod
-    each, so proportional shares keep the other pods on the node schedulable."""
-    if pool.fabric.type != "EFA":
+def member_efa_share(fleet: Fleet, cluster: InferenceCluster, pool: NodePool, claimed: int, *,
+                     crosses_nodes: bool = True) -> EfaShare | None:
+    """`vpc.amazonaws.com/efa` per pod for a member claiming `claimed` GPUs on `pool`: the
+    node's EFA interfaces in proportion to the GPUs claimed (all of them for a whole node).
+    None when the pool's EFA does not go through the device plugin (no EFA, or DRA EFA, which
+    the member claims itself). Device plugins hand out whole interfaces, one pod each, so
+    proportional shares keep the other pods on the node schedulable. A member whose traffic
+    never leaves its node (`crosses_nodes` False: a Standalone engine outside PrefillDecode)
+    gets none: it would hold interfaces it never uses."""
+    if efa_mode(fleet, pool) != "device-plugin":
         return None
     if claimed <= 0:
         return EfaShare(0, "the member claims no GPU, so it takes no part in GPU-to-GPU traffic")
+    if not crosses_nodes:
+        return EfaShare(0, "the member's traffic stays on its node (no gang, no NIXL pair)")
     interfaces = pool_efa_interfaces(fleet, pool)
     if interfaces is None:
         instance = pool_instance_type(fleet, pool)
-        what = (f"instance type {instance!r} is not one known to carry EFA ({', '.join(sorted(EFA_INTERFACES))})"
+        what = (f"instance type {instance!r} is not one known to carry EFA ({efa_instance_types()})"
                 if instance else "its class has no provisioning.eks.instanceType")
         return EfaShare(0, f"pool {pool.name!r} of InferenceCluster {cluster.metadata.name} declares EFA but "
                            f"{what}, so the number of EFA devices its nodes carry is unknown")
-    per_node = _devices_per_node(fleet, pool)
+    per_node = _gpus_per_node(fleet, pool)
     share = interfaces if per_node <= 0 or claimed >= per_node else max(1, interfaces * claimed // per_node)
     return EfaShare(share)

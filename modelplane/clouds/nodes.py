@@ -6,10 +6,19 @@ EKS/GKE nodes from these."""
 
 from __future__ import annotations
 
-from modelplane.api import Fleet, InferenceCluster, NodePool
-from modelplane.vocabulary import LABEL_POOL, LABEL_ROLE
+from typing import Any
 
+from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.vocabulary import LABEL_EFA, LABEL_POOL, LABEL_ROLE
+
+from .aws import efa_mode
 from .nvidia import GKE_NO_DEFAULT_DEVICE_PLUGIN, GPU_PRESENT_LABEL, GPU_TAINT, uses_nvidia_dra
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+# Sources whose every node carries ZONE_LABEL: the cloud's node controller sets it (Kubernetes
+# "Well-Known Labels, Annotations and Taints"; modelplane.nodes builds the sim's EKS and GKE nodes
+# with it). Kind nodes have none, and nothing promises it on an Existing cluster's.
+ZONE_LABELLED_SOURCES = ("EKS", "GKE")
 
 # The system node group (EKS) / node pool (GKE) of every cluster we provision: its labels and
 # the nodes it starts with (EKS scaling desired 1 of 1..2; GKE 1 node, autoscaled 1..2).
@@ -24,11 +33,29 @@ def provisioned_node_labels(fleet: Fleet, cluster: InferenceCluster, pool: NodeP
     if cluster.source not in ("EKS", "GKE"):
         return {}
     labels = {LABEL_POOL: pool.name}
+    mode = efa_mode(fleet, pool)
+    if mode is not None:
+        labels[LABEL_EFA] = mode        # which EFA driver's DaemonSet runs here (render.serving)
     if uses_nvidia_dra(fleet, pool):
         labels[GPU_PRESENT_LABEL] = "true"
         if cluster.source == "GKE":
             labels[GKE_NO_DEFAULT_DEVICE_PLUGIN] = "true"
     return labels
+
+
+def gang_zone_affinity(cluster: InferenceCluster, workload_label: str, workload: str, gang_index_key: str
+                       ) -> dict[str, Any] | None:
+    """A required pod affinity that keeps every pod of one gang copy in one zone, on sources
+    whose nodes carry the zone label (None elsewhere: a term whose topology key a node lacks
+    filters the node out). Pods of the copy are the workload's pods with the same gang index
+    (`matchLabelKeys`, merged into the selector by the API server at pod creation, KEP-3633);
+    the first pod of a copy matches its own term, so it may land in any zone and the rest follow
+    (kube-scheduler InterPodAffinity `satisfyPodAffinity`)."""
+    if cluster.source not in ZONE_LABELLED_SOURCES:
+        return None
+    term = {"labelSelector": {"matchLabels": {workload_label: workload}}, "matchLabelKeys": [gang_index_key],
+            "topologyKey": ZONE_LABEL}
+    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
 
 
 def provisioned_node_taints(cluster: InferenceCluster, pool: NodePool) -> list[dict[str, str]]:

@@ -29,6 +29,7 @@ from modelplane.vocabulary import LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_MODELCA
 from .context import resolve_cluster
 from .meta import CACHE_MOUNT, DEFAULT_REVISION, RenderError, metadata
 from .names import cache_job_name, cache_pvc_name, cache_secret_name
+from .readiness import staging_timeout_s, with_timeout
 
 STAGING_IMAGE = "python:3.12-slim"
 # `hf` exists since 0.34; `huggingface-cli` is a failing stub from 1.11 on.
@@ -132,7 +133,7 @@ def _job(cache: ModelCache, namespace: str, labels: dict[str, str]) -> Manifest:
             "name": cache_secret_name(namespace, cache.metadata.name), "key": hf.auth_secret.key}}}]
     container["volumeMounts"] = [{"name": "model-cache", "mountPath": CACHE_MOUNT}]
     pvc = cache_pvc_name(namespace, cache.metadata.name)
-    return {
+    return with_timeout({
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": metadata(cache_job_name(namespace, cache.metadata.name), labels, namespace),
@@ -147,7 +148,7 @@ def _job(cache: ModelCache, namespace: str, labels: dict[str, str]) -> Manifest:
                 },
             },
         },
-    }
+    }, staging_timeout_s(hf.size_gib))
 
 
 def render_cache(fleet: Fleet, cache: ModelCache, cluster: InferenceCluster | str) -> list[Manifest]:

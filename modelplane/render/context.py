@@ -86,11 +86,16 @@ class MemberContext:
     claim_template: str | None
     gang: str | None      # None (Standalone), "lws" or "grove"
     serving: bool         # receives traffic: Standalone pods and gang leaders
-    claimed: int = 0      # DRA devices one pod of the member claims
+    claimed: int = 0      # GPUs (DRA devices other than EFA) one pod of the member claims
 
     @property
     def role(self) -> str:
         return self.member.role
+
+    @property
+    def crosses_nodes(self) -> bool:
+        """The member's GPUs talk to other nodes: a gang's, or a PrefillDecode phase's (NIXL)."""
+        return self.gang is not None or (self.replica.prefill_decode and self.engine.phase is not None)
 
     @property
     def modelexpress_loader(self) -> bool:

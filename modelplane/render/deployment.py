@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from modelplane.vocabulary import LABEL_ENGINE, LABEL_WORKLOAD, Manifest
 
+from .cache import hugging_face
 from .context import MemberContext
 from .meta import metadata
 from .names import workload_name
 from .pod import pod_template
+from .readiness import engine_timeout_s, with_timeout
 
 
 def render_deployment(m: MemberContext) -> Manifest:
     r = m.replica
     name = workload_name(r.name, m.engine.name)
-    return {
+    size = hugging_face(r.cache).size_gib if r.cache is not None else None
+    return with_timeout({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(name, {**r.labels, LABEL_ENGINE: m.engine.name}, r.namespace),
@@ -28,4 +31,4 @@ def render_deployment(m: MemberContext) -> Manifest:
                          "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
             "template": pod_template(m),
         },
-    }
+    }, engine_timeout_s(size))

@@ -47,10 +47,12 @@ def engine_args(m: MemberContext, user_args: list[str] | None, *, has_command: b
 
 
 def efa_devices(m: MemberContext) -> int:
-    """`vpc.amazonaws.com/efa` one pod of this member requests (0 off EFA pools)."""
+    """`vpc.amazonaws.com/efa` one pod of this member requests: 0 off device-plugin EFA pools,
+    and for members whose traffic never leaves their node."""
     r = m.replica
     pool = r.cluster.pool(m.pool)
-    share = member_efa_share(r.fleet, r.cluster, pool, m.claimed) if pool is not None else None
+    share = (member_efa_share(r.fleet, r.cluster, pool, m.claimed, crosses_nodes=m.crosses_nodes)
+             if pool is not None else None)
     return share.devices if share is not None else 0
 
 

@@ -6,10 +6,8 @@ from modelplane.vocabulary import LABEL_ENGINE, LABEL_KAI_QUEUE, Manifest
 
 from .context import MemberContext
 from .meta import KAI_QUEUE, metadata
-from .names import podcliqueset_name
+from .names import GROVE_GANG_GROUP, GROVE_LEADER_CLIQUE, GROVE_WORKER_CLIQUE, podcliqueset_name
 from .pod import pod_annotations, pod_labels, pod_spec
-
-GANG = "gang"
 
 
 def _clique(m: MemberContext, name: str, pods: int) -> Manifest:
@@ -39,10 +37,11 @@ def render_podcliqueset(leader: MemberContext, worker: MemberContext) -> Manifes
                 "terminationDelay": "4h",
                 # Workers resolve the leader before it is Ready.
                 "headlessServiceConfig": {"publishNotReadyAddresses": True},
-                "cliques": [_clique(leader, "leader", 1), _clique(worker, "worker", worker.member.pods)],
+                "cliques": [_clique(leader, GROVE_LEADER_CLIQUE, 1),
+                            _clique(worker, GROVE_WORKER_CLIQUE, worker.member.pods)],
                 "podCliqueScalingGroups": [{
-                    "name": GANG,
-                    "cliqueNames": ["leader", "worker"],
+                    "name": GROVE_GANG_GROUP,
+                    "cliqueNames": [GROVE_LEADER_CLIQUE, GROVE_WORKER_CLIQUE],
                     "replicas": engine.copies,
                     "minAvailable": 1,
                 }],

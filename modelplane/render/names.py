@@ -15,6 +15,10 @@ PCS_NAME_BUDGET = 24
 # (kubernetes-sigs/lws#410, kubernetes/kubernetes#64023). 45 leaves room for a 6-digit index.
 LWS_NAME_BUDGET = 45
 REVISION_HASH_SUFFIX = 11  # "-" + the controller's 10-character revision hash
+# The cliques and the scaling group of every PodCliqueSet we render.
+GROVE_LEADER_CLIQUE = "leader"
+GROVE_WORKER_CLIQUE = "worker"
+GROVE_GANG_GROUP = "gang"
 
 
 def _budgeted(joined: str, budget: int) -> str:
@@ -34,6 +38,16 @@ def claim_template_name(replica: str, engine: str, role: str) -> str:
 
 def podcliqueset_name(replica: str, engine: str) -> str:
     return _budgeted(f"{replica}-{engine}", PCS_NAME_BUDGET)
+
+
+def grove_leader_address(pcs: str, namespace: str, gang: str, gang_index: str, set_index: str) -> str:
+    """DNS name of the leader pod of one gang of a PodCliqueSet, as Grove names it
+    (ai-dynamo/grove v0.1.0-alpha.11 operator/api/common/namegen.go and
+    podclique/components/pod/pod.go `configurePodHostname`): hostname `<pclq>-<pod index>`, the
+    PodClique of a scaling group replica being `<pcsg>-<pcsg index>-<clique>` and the scaling
+    group `<pcs>-<pcs index>-<group>` (what `gang` holds); subdomain the headless Service
+    `<pcs>-<pcs index>`, `<svc>.<namespace>.svc.cluster.local`."""
+    return f"{gang}-{gang_index}-{GROVE_LEADER_CLIQUE}-0.{pcs}-{set_index}.{namespace}.svc.cluster.local"
 
 
 def lws_name(replica: str, engine: str) -> str:

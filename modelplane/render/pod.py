@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from modelplane.clouds.nodes import gang_zone_affinity
 from modelplane.clouds.nvidia import GPU_TOLERATION
 from modelplane.vocabulary import (
     LABEL_CLIQUE_ROLE,
     LABEL_ENGINE,
+    LABEL_GROVE_SCALING_GROUP_INDEX,
+    LABEL_LWS_GROUP_INDEX,
     LABEL_LWS_ROLE,
     LABEL_PD_ROLE,
     LABEL_POOL,
@@ -68,6 +71,13 @@ def pod_spec(m: MemberContext) -> Manifest:
         spec["schedulerName"] = KAI_SCHEDULER
     # The hard pin that makes the fleet scheduler's pool choice binding on the cluster.
     spec["nodeSelector"] = {LABEL_POOL: m.pool}
+    if m.gang is not None:
+        # One gang copy's pods in one zone: NCCL across zones is slow, and a pool's placement
+        # group (EKS EFA) or compact policy (GKE) is per zone.
+        index_key = LABEL_GROVE_SCALING_GROUP_INDEX if m.gang == "grove" else LABEL_LWS_GROUP_INDEX
+        affinity = gang_zone_affinity(m.replica.cluster, LABEL_WORKLOAD, workload_object_name(m), index_key)
+        if affinity is not None:
+            spec["affinity"] = affinity
     spec["tolerations"] = [dict(GPU_TOLERATION)]
     pull = m.member.template.spec.image_pull_secrets or []
     if pull:

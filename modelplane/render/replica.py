@@ -7,7 +7,7 @@ from modelplane.scheduler import PlacedReplica
 from modelplane.storage import cache_storage_problem
 from modelplane.vocabulary import Manifest
 
-from .claims import member_requests, render_claim_template
+from .claims import is_efa, member_requests, render_claim_template, request_drivers
 from .context import MemberContext, ReplicaContext, referenced_cache, resolve_cluster
 from .deployment import render_deployment
 from .grove import render_podcliqueset
@@ -38,14 +38,15 @@ def _engine(r: ReplicaContext, engine: Engine) -> tuple[list[Manifest], Manifest
     members: dict[str, MemberContext] = {}
     for index, member in enumerate(engine.members):
         requests = member_requests(r, engine, index, pools[index])
+        drivers = request_drivers(r, pools[index])
         template = None
         if requests:
-            claims.append(render_claim_template(r, engine, member, requests))
+            claims.append(render_claim_template(r, engine, member, requests, drivers))
             template = claim_template_name(r.name, engine.name, member.role)
         members[member.role] = MemberContext(
             replica=r, engine=engine, member=member, member_index=index, pool=pools[index],
             claim_template=template, gang=gang, serving=member.role in ("Standalone", "Leader"),
-            claimed=sum(q.count for q in requests))
+            claimed=sum(q.count for q in requests if not is_efa(q, drivers)))
     if standalone:
         return claims, render_deployment(members["Standalone"])
     render = render_podcliqueset if gang == "grove" else render_lws

@@ -3,9 +3,11 @@ queue and the ModelExpress server (semantics §3.6).
 
 Charts per cluster: LeaderWorkerSet on the Default stack; Grove and the KAI scheduler on
 Dynamo; a DRA driver per device driver its pools' classes name (dra-example-driver for
-gpu.example.com on Kind, NVIDIA's for gpu.nvidia.com); the EFA device plugin where a pool
-declares EFA. Charts are not manifests: the Pulumi program installs them (Helm), a GitOps
-user installs them as listed. Every chart's source and version is pinned in `CHARTS`.
+gpu.example.com on Kind, NVIDIA's for gpu.nvidia.com, DRANET's aws-dranet for dra.net EFA
+devices); the EFA device plugin where a pool declares EFA its class does not claim through
+DRA; the cluster-autoscaler on EKS clusters with a pool that can grow. Charts are not
+manifests: the Pulumi program installs them (Helm), a GitOps user installs them as listed.
+Every chart's source and version is pinned in `CHARTS`.
 """
 
 from __future__ import annotations
@@ -15,8 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from modelplane.api import Fleet, InferenceCluster
+from modelplane.clouds.aws import (
+    AUTOSCALER_NAMESPACE,
+    AUTOSCALER_SERVICE_ACCOUNT,
+    EfaMode,
+    autoscaled_pools,
+    efa_mode,
+)
 from modelplane.clouds.nvidia import GPU_TOLERATION
-from modelplane.vocabulary import EXAMPLE_DRIVER, NVIDIA_DRIVER, Manifest
+from modelplane.vocabulary import EXAMPLE_DRIVER, LABEL_EFA, NVIDIA_DRIVER, Manifest
 
 from .meta import KAI_QUEUE, MODELEXPRESS_NAME, MODELEXPRESS_PORT, component_labels, metadata
 
@@ -56,6 +65,12 @@ CHARTS: dict[str, ChartSource] = {
     # aws/eks-charts stable/aws-efa-k8s-device-plugin (versions are spelled with a v).
     "aws-efa-k8s-device-plugin": ChartSource("aws-efa-k8s-device-plugin", "v0.5.30",
                                              "https://aws.github.io/eks-charts"),
+    # aws/eks-charts stable/aws-dranet (Chart.yaml version 1.0.0, appVersion v1.2.0-eksbuild.2).
+    "aws-dranet": ChartSource("aws-dranet", "1.0.0", "https://aws.github.io/eks-charts"),
+    # kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: 9.59.0 ships
+    # appVersion 1.35.0, the minor of our EKS clusters' default Kubernetes (the autoscaler's minor
+    # should match the cluster's, its README).
+    "cluster-autoscaler": ChartSource("cluster-autoscaler", "9.59.0", "https://kubernetes.github.io/autoscaler"),
 }
 
 
@@ -156,8 +171,30 @@ def gke_driver_installer() -> Manifest:
     }
 
 
-def _efa_pools(cluster: InferenceCluster) -> bool:
-    return any(p.fabric.type == "EFA" for p in cluster.gpu_pools)
+def efa_modes(cluster: InferenceCluster, fleet: Fleet | None) -> set[EfaMode]:
+    """How the cluster's pools get EFA: through DRANET, the device plugin, or both."""
+    if fleet is None:
+        return {"device-plugin"} if any(p.fabric.type == "EFA" for p in cluster.gpu_pools) else set()
+    return {mode for p in cluster.gpu_pools if (mode := efa_mode(fleet, p)) is not None}
+
+
+def efa_charts(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpec]:
+    """DRANET for pools whose classes claim EFA as DRA devices, the device plugin for the other
+    EFA pools, never both on one node: with both kinds on a cluster, each DaemonSet is pinned to
+    its pools' nodes by `modelplane.ai/efa` (which our node groups and the pool labeler set).
+    Both tolerate the GPU taint: the plugin's default tolerations are empty (stable/
+    aws-efa-k8s-device-plugin/values.yaml) and DRANET's tolerate only CriticalAddonsOnly
+    (stable/aws-dranet/templates/daemonset.yaml)."""
+    modes = efa_modes(cluster, fleet)
+    charts = []
+    for mode, name in (("dra", "aws-dranet"), ("device-plugin", "aws-efa-k8s-device-plugin")):
+        if mode not in modes:
+            continue
+        values: dict[str, Any] = {"tolerations": [dict(GPU_TOLERATION)]}
+        if len(modes) > 1:
+            values["nodeSelector"] = {LABEL_EFA: mode}
+        charts.append(chart(name, name, values))
+    return charts
 
 
 def chart_specs(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpec]:
@@ -175,12 +212,27 @@ def chart_specs(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpe
             "gpuResourcesEnabledOverride": True,
             "nvidiaDriverRoot": GKE_NVIDIA_DRIVER_ROOT if gke else "/",
             "resources": {"computeDomains": {"enabled": False}}}, pre))
-    if _efa_pools(cluster):
-        # The plugin's default tolerations are empty, and our GPU nodes are tainted
-        # nvidia.com/gpu:NoSchedule (aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml).
-        charts.append(chart("aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin", {
-            "tolerations": [dict(GPU_TOLERATION)]}))
-    return charts
+    return charts + efa_charts(cluster, fleet) + autoscaler_charts(cluster)
+
+
+def autoscaler_charts(cluster: InferenceCluster) -> list[ChartSpec]:
+    """The cluster-autoscaler on an EKS cluster with a pool that can grow: the scheduler counts
+    such a pool's maxNodeCount, and without an autoscaler its node group never leaves nodeCount.
+    It discovers exactly those pools' Auto Scaling groups by the tags the EKS source puts on them
+    (modelplane.clouds.aws.autoscaler_discovery_tags) and acts through a Pod Identity role bound
+    to its service account. Since 1.35 it handles DRA claims by default (FAQ.md:
+    `enable-dynamic-resource-allocation`, "locked to true for 1.35+"), using a node of the group
+    as the template, so it cannot scale a DRA pool up from zero (kubernetes/autoscaler#345: keep
+    minNodeCount >= 1; the `eks-autoscale-from-zero` check says so)."""
+    eks = cluster.spec.cluster.eks
+    if eks is None or not autoscaled_pools(cluster):
+        return []
+    return [chart("cluster-autoscaler", AUTOSCALER_NAMESPACE, {
+        "cloudProvider": "aws",
+        "awsRegion": eks.region,
+        "autoDiscovery": {"clusterName": cluster.metadata.name},
+        "rbac": {"serviceAccount": {"name": AUTOSCALER_SERVICE_ACCOUNT}},
+    })]
 
 
 def render_kai_queue() -> Manifest:

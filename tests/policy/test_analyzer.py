@@ -14,11 +14,16 @@ EXPECTED_LEVELS = {
     "prefill-decode-needs-nixl": "mandatory", "fabric": "mandatory", "fabric-multi-node-tcp": "advisory",
     "replicas-fully-scheduled": "mandatory", "pool-label-on-existing-clusters": "mandatory",
     "declared-capacity": "advisory", "kind-node-image": "mandatory", "secrets": "mandatory",
-    "efa-exposure": "mandatory", "gke-pool-size": "mandatory", "gke-gpudirect": "advisory",
+    "efa-exposure": "advisory", "gke-pool-size": "mandatory", "gke-gpudirect": "advisory",
     "modelexpress-server": "mandatory", "modelexpress-image": "advisory",
     "sglang-prefill-decode": "mandatory", "sglang-port": "mandatory",
     "gateway-auth-needs-tls": "mandatory", "gateway-exposed": "advisory",
     "modelplane-fleet-present": "advisory",
+    "engine-variables": "mandatory",
+    "cloud-pool-provisioning": "mandatory",
+    "efa-dra-device-class": "mandatory",
+    "eks-autoscale-from-zero": "advisory",
+    "gang-zone-capacity": "mandatory",
 }
 
 

@@ -46,6 +46,8 @@ class Registration:
     urn: str = ""
     secret_keys: set[str] = field(default_factory=set)  # top-level inputs sent as secrets
     aliases: list[dict] = field(default_factory=list)   # alias specs sent with the registration
+    delete_before_replace: bool = False
+    custom_timeouts: dict = field(default_factory=dict)  # {"create": "60m", ...} when set
 
 
 @dataclass
@@ -158,7 +160,9 @@ class RecordingMonitor(pmocks.MockMonitor):
             inputs = _unwrap(rpc.deserialize_properties(request.object))
             aliases = [json_format.MessageToDict(a) for a in request.aliases]
             self.records.append(Registration(request.type, request.name, inputs, request.provider,
-                                             request.parent, request.custom, response.urn, secret, aliases))
+                                             request.parent, request.custom, response.urn, secret, aliases,
+                                             request.deleteBeforeReplace,
+                                             json_format.MessageToDict(request.customTimeouts)))
         return response
 
 

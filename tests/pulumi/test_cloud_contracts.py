@@ -4,6 +4,7 @@ program registers under Pulumi mocks."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -168,8 +169,9 @@ def test_eks_efa_pool_on_an_instance_type_without_efa_is_refused_at_preview(tmp_
     """EFA interfaces exist only on the instance types that carry them (EC2 "Supported instance
     types" for EFA); a pool declaring EFA on another type would get no EFA and run over TCP."""
     bad = EKS.replace("{name: plain, className: g5, nodeCount: 1, maxNodeCount: 3, zones: [us-east-1a, us-east-1b]}",
-                      "{name: plain, className: g5, nodeCount: 1, zones: [us-east-1a], fabric: {type: EFA}}")
-    with pytest.raises(Exception, match=r"pool plain: fabric EFA on instance type 'g5.12xlarge'"):
+                      "{name: plain, className: g5, nodeCount: 1, zones: [us-east-1a], fabric: {type: EFA}}"
+                      ).replace("g5.12xlarge", "g5.2xlarge")  # no EFA on it (the device plugin chart's list)
+    with pytest.raises(Exception, match=r"pool plain: fabric EFA on instance type 'g5.2xlarge'"):
         _run(tmp_path, "aws", bad)
 
 
@@ -232,3 +234,46 @@ def test_gke_pool_that_cannot_spread_its_node_count_over_its_zones_is_refused_at
                       "us-central1-b]")
     with pytest.raises(Exception, match=r"pool high: nodeCount 3 cannot be spread evenly over 2 zones"):
         _run(tmp_path, "gcp", bad, PROFILE)
+
+
+def test_eks_pools_that_can_grow_are_discoverable_and_resizable_by_the_cluster_autoscaler(eks: Run) -> None:
+    """kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md: "Without the tags, the
+    Cluster Autoscaler will be unable to add new instances to the ASG" (Auto-Discovery Setup), it
+    only adjusts the desired size within the group's min and max, and it needs the actions of the
+    "Full Cluster Autoscaler Features Policy". The `plain` pool (nodeCount 1, maxNodeCount 3) gets
+    the tags on its group, a 1..3 scaling config, and a Pod Identity role for the chart's service
+    account; fixed pools get no tag."""
+    from modelplane.clouds.aws import AUTOSCALER_NAMESPACE, AUTOSCALER_SERVICE_ACCOUNT, autoscaler_discovery_tags
+
+    groups = _groups(eks)
+    assert groups["eks-plain"]["scalingConfig"] == {"desiredSize": 1, "minSize": 1, "maxSize": 3}
+    tags = {r.name: r.inputs["tag"] for r in eks.of_type("aws:autoscaling/tag:Tag")}
+    assert {(t["key"], t["value"]) for n, t in tags.items() if n.startswith("eks-plain-")} == set(
+        autoscaler_discovery_tags("eks").items())
+    assert not [n for n in tags if n.startswith(("eks-efa-", "eks-block-", "eks-system-"))]
+    [association] = [r.inputs for r in eks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+                     if r.name == "eks-autoscaler"]
+    assert (association["namespace"], association["serviceAccount"]) == (AUTOSCALER_NAMESPACE,
+                                                                          AUTOSCALER_SERVICE_ACCOUNT)
+    policy = json.loads(eks.named("eks-autoscaler", "aws:iam/rolePolicy:RolePolicy").inputs["policy"])
+    actions = {a for statement in policy["Statement"] for a in statement["Action"]}
+    assert {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup",
+            "autoscaling:DescribeAutoScalingGroups", "eks:DescribeNodegroup"} <= actions
+    charts = {r.name: r.inputs for r in eks.of_type("kubernetes:helm.sh/v4:Chart")}
+    autoscaler = next(c for n, c in charts.items() if n.endswith("-cluster-autoscaler"))
+    assert autoscaler["namespace"] == AUTOSCALER_NAMESPACE
+    assert autoscaler["values"]["autoDiscovery"]["clusterName"] == "eks"
+
+
+def test_gke_pools_that_can_grow_autoscale_within_the_bounds_the_fleet_declares(gke: Run) -> None:
+    """google_container_node_pool autoscaling `total_min_node_count`/`total_max_node_count`
+    ("Minimum/Maximum number of all nodes in the node pool", pulumi_gcp container.NodePool): GKE's
+    own autoscaler grows the pool, so no chart is needed; its bounds are the fleet's."""
+    fleet = load_manifest_text(GKE)
+    pools = {r.name: r.inputs for r in gke.of_type("gcp:container/nodePool:NodePool")}
+    spec = fleet.clusters["gke"].pool("ultra")
+    assert spec is not None
+    assert pools["gke-ultra"]["autoscaling"]["totalMaxNodeCount"] == spec.max_node_count == 6
+    assert pools["gke-ultra"]["autoscaling"]["totalMinNodeCount"] == (spec.min_node_count or 0)
+    assert "autoscaling" not in pools["gke-high"]       # fixed: nodeCount per zone
+    assert not [r for r in gke.of_type("kubernetes:helm.sh/v4:Chart") if r.name.endswith("cluster-autoscaler")]

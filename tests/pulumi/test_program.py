@@ -140,7 +140,7 @@ def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
     assert set(commands) == {"eu-west-kind", "us-east-kind", "control-kind"}
     config = yaml.safe_load(commands["eu-west-kind"]["stdin"])
     assert config["nodes"][1] == {"role": "worker", "labels": {"modelplane.ai/pool": "gpu"}}
-    assert "kindest/node:v1.35.1" in commands["eu-west-kind"]["create"]
+    assert "kindest/node:v1.36.1@sha256:" in commands["eu-west-kind"]["create"]
     control = yaml.safe_load(commands["control-kind"]["stdin"])
     assert control["nodes"][0]["extraPortMappings"][0]["hostPort"] == 8080
     charts = {r.name: r for r in run.of_type("kubernetes:helm.sh/v4:Chart")}
@@ -150,7 +150,7 @@ def test_kind_stack_creates_clusters_with_pool_labels_and_fake_gpus():
     assert run.provider_of(dra) == "eu-west-k8s"
     assert "us-east-serving-lws" in charts
     providers = {r.name: r for r in run.of_type("pulumi:providers:kubernetes")}
-    assert providers["eu-west-k8s"].inputs["clusterIdentifier"] == "eu-west"
+    assert providers["eu-west-k8s"].inputs["clusterIdentifier"].startswith("eu-west@kind-")
     uses_cluster_provider(run, set(providers))
     assert resolve(run.outputs["services"])["ml-team/chat"]["url"] == "http://localhost:8080/ml-team/chat"
     # the examples' engines run `python /opt/modelplane/mock_engine.py`: each region ships it
@@ -197,7 +197,8 @@ def test_aws_stack_builds_gpu_node_groups_with_efa():
     groups = {r.name: r.inputs for r in run.of_type("aws:eks/nodeGroup:NodeGroup")}
     efa = groups["aws-us-east-h100-efa"]
     assert efa["amiType"] == "AL2023_x86_64_NVIDIA" and efa["instanceTypes"] == ["p5.48xlarge"]
-    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa", "nvidia.com/gpu.present": "true"}
+    assert efa["labels"] == {"modelplane.ai/pool": "h100-efa", "nvidia.com/gpu.present": "true",
+                             "modelplane.ai/efa": "device-plugin"}
     assert efa["scalingConfig"]["desiredSize"] == 2 and "launchTemplate" in efa
     assert "launchTemplate" not in groups["aws-us-west-h100"]
     lt = run.named("aws-us-east-h100-efa-lt").inputs
@@ -243,8 +244,8 @@ def test_byo_stack_uses_secret_kubeconfigs_labels_pools_and_keeps_api_keys_secre
     assert run.named("byo-west-k8s").inputs["kubeconfig"].endswith("byo-west.yaml")
     labeler = run.objects("byo-east", "byo-east")
     job = next(o for o in labeler if o["kind"] == "Job")
-    script = job["spec"]["template"]["spec"]["containers"][0]["command"][-1]
-    assert "node.kubernetes.io/instance-type=a2-ultragpu-4g" in script
+    argv = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert argv[argv.index("-l") + 1] == "node.kubernetes.io/instance-type=a2-ultragpu-4g"
     assert not [o for o in run.objects("byo-west", "byo-west") if o["kind"] == "Job"]  # mode Present
     egress = run.named("modelplane-gateway-egress")
     assert egress.typ == "kubernetes:core/v1:Secret"

@@ -66,7 +66,8 @@ def test_eks_nodes_carry_the_managed_node_group_labels_and_the_gpu_taint() -> No
     assert labels == {
         "eks.amazonaws.com/nodegroup": "aws-us-east-h100-efa", "eks.amazonaws.com/capacityType": "ON_DEMAND",
         "node.kubernetes.io/instance-type": "p5.48xlarge", "topology.kubernetes.io/region": "us-east-1",
-        "topology.kubernetes.io/zone": "us-east-1a", POOL: "h100-efa", "nvidia.com/gpu.present": "true"}
+        "topology.kubernetes.io/zone": "us-east-1a", POOL: "h100-efa", "nvidia.com/gpu.present": "true",
+        "modelplane.ai/efa": "device-plugin"}
     # what our node group sets, from its one home
     assert provisioned_node_labels(fleet, cluster, cluster.gpu_pools[0]).items() <= gpu[0].labels.items()
     assert gpu[0].name.startswith("ip-10-") and gpu[0].name.endswith(".us-east-1.compute.internal")

@@ -4,7 +4,8 @@ ModelExpress without a server or an image vouched for, SGLang PD and port rules.
 
 from __future__ import annotations
 
-from tests.unit.render.cloudfleet import gpu_class
+from tests.unit.render.cloudfleet import EFA_REQUEST, dra_efa_class, gang_requesting, gpu_class
+from tests.unit.render.cloudfleet import GPU_REQUEST as GPUS
 
 from .fleets import base, messages
 
@@ -41,15 +42,69 @@ def test_efa_pool_whose_instance_type_has_efa_passes() -> None:
     assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS}), "efa-exposure") == []
 
 
-def test_efa_pool_without_a_known_efa_instance_type_is_refused() -> None:
-    assert messages(base(**{"class": p5("g5.12xlarge"), "cluster": EKS}), "efa-exposure") == [
-        "[mandatory] efa-exposure: InferenceCluster/c1 (fleet.yaml#1) spec.nodePools[0].fabric.type: pool 'h100' of "
-        "InferenceCluster c1 declares EFA but instance type 'g5.12xlarge' is not one known to carry EFA "
-        "(g6e.48xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge, p5en.48xlarge, p6-b200.48xlarge), "
-        "so the number of EFA devices its nodes carry is unknown: no pod placed there is given EFA devices "
-        "(vpc.amazonaws.com/efa), so NCCL and NIXL fall back to TCP while the pool claims EFA. Fix: give class "
-        "h100 a provisioning.eks.instanceType with EFA (g6e.48xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, "
-        "p5e.48xlarge, p5en.48xlarge, p6-b200.48xlarge), or set fabric.type: None."]
+GANG = gang_requesting(GPUS)
+GANG_WITH_EFA = gang_requesting(GPUS + ", " + EFA_REQUEST)
+
+
+def test_efa_exposure_is_advisory_and_only_for_gangs_and_nixl_pairs_that_get_no_efa() -> None:
+    """Issue 21 item 8: a one-pod Standalone engine has no cross-node traffic, so an EFA pool it
+    cannot get EFA on is no reason to refuse the fleet (the reference accepts it); a multi-node
+    gang there runs NCCL over TCP, which is worth saying, not refusing. (EFA devices reach pods
+    only by request: https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html)"""
+    standalone = base(**{"class": p5("m6i.xlarge"), "cluster": EKS})
+    assert messages(standalone, "efa-exposure") == []
+    gang = base(**{"class": p5("m6i.xlarge"), "cluster": EKS, "deployment": GANG})
+    got = messages(gang, "efa-exposure")
+    assert len(got) == 2 and all(m.startswith("[advisory] efa-exposure: ModelDeployment/ml-team/llama") for m in got)
+    assert "instance type 'm6i.xlarge' is not one known to carry EFA" in got[0] and "fall back to TCP" in got[0]
+    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS, "deployment": GANG}),
+                    "efa-exposure") == []
+
+
+def test_efa_exposure_is_silent_for_existing_efa_pools_of_standalone_engines() -> None:
+    """An Existing cluster's EFA pool: nobody knows its instance type, and a Standalone pod
+    needs no EFA; the old mandatory check refused this fleet outright."""
+    from .fleets import existing_cluster, h100_class
+    assert messages(base(**{"class": h100_class(), "cluster": existing_cluster(fabric="EFA")}), "efa-exposure") == []
+
+
+def test_efa_exposure_on_a_dra_efa_class_asks_the_gang_to_request_efa_devices() -> None:
+    docs = base(**{"class": dra_efa_class("h100"), "cluster": EKS,
+                   "deployment": GANG})
+    got = messages(docs, "efa-exposure")
+    assert got and "requests no EFA device" in got[0] and got[0].startswith("[advisory]")
+    claimed = base(**{"class": dra_efa_class("h100"), "cluster": EKS,
+                      "deployment": GANG_WITH_EFA})
+    assert messages(claimed, "efa-exposure") == []
+
+
+def test_dra_efa_devices_must_name_the_device_class_aws_dranet_creates() -> None:
+    """aws/eks-charts stable/aws-dranet values.yaml `deviceClass.name: efa.networking.k8s.aws`,
+    templates/deviceclass.yaml: the only DeviceClass selecting dra.net EFA devices."""
+    bad = base(**{"class": dra_efa_class("h100", "efa.example.org"), "cluster": EKS})
+    assert messages(bad, "efa-dra-device-class") == [
+        "[mandatory] efa-dra-device-class: InferenceClass/h100 (fleet.yaml#0) spec.devices[1].deviceClassName: "
+        "device 'efa' is claimed from DeviceClass 'efa.example.org', but the aws-dranet chart the program installs "
+        "for dra.net creates 'efa.networking.k8s.aws' only, so its claims never allocate. Fix: deviceClassName: "
+        "efa.networking.k8s.aws."]
+    assert messages(base(**{"class": dra_efa_class("h100"), "cluster": EKS}),
+                    "efa-dra-device-class") == []
+
+
+def test_an_eks_or_gke_pool_whose_class_has_no_provisioning_block_is_refused() -> None:
+    """components/sources/eks.py and gke.py build node groups / node pools from the class's
+    provisioning.eks / provisioning.gke block and fail the preview without it; lint said nothing."""
+    from .fleets import h100_class
+    got = messages(base(**{"class": h100_class(), "cluster": EKS}), "cloud-pool-provisioning")
+    assert got == [
+        "[mandatory] cloud-pool-provisioning: InferenceCluster/c1 (fleet.yaml#1) spec.nodePools[0].className: "
+        "InferenceCluster c1 pool h100: class h100 has no provisioning.eks block (instanceType, accelerator), so "
+        "`pulumi up` cannot create the pool's nodes. Fix: add spec.provisioning {provider: EKS, eks: {...}} to "
+        "InferenceClass h100, or run the pool on a cluster of source Existing."]
+    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": EKS}), "cloud-pool-provisioning") == []
+    assert "provisioning.gke block" in messages(base(**{"class": p5("p5.48xlarge"),
+                                                          "cluster": GKE % "nodeCount: 1, zones: [us-central1-a]"}),
+                                                  "cloud-pool-provisioning")[0]
 
 
 def test_gke_pool_sizes_gke_can_express_pass() -> None:
@@ -203,3 +258,14 @@ def test_sglang_on_its_default_port_is_refused() -> None:
         "spec.template.spec.engines[0].members[0].template.spec.containers[0]: engine 'decode' runs SGLang on port "
         "30000 (SGLang's default is 30000), but the readiness probe, the Service and the router use 8000: the pods "
         "never turn Ready. Fix: add --port 8000."]
+
+
+def test_an_autoscaled_eks_dra_pool_that_may_reach_zero_nodes_is_reported() -> None:
+    """kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md: at zero nodes the
+    node template comes from ASG tags and EKS DescribeNodegroup (labels, taints), not from the DRA
+    driver's ResourceSlices; reference issue #345 (keep minNodeCount >= 1)."""
+    zero = EKS.replace("nodeCount: 2, zones", "nodeCount: 1, minNodeCount: 0, maxNodeCount: 3, zones")
+    got = messages(base(**{"class": p5("p5.48xlarge"), "cluster": zero}), "eks-autoscale-from-zero")
+    assert len(got) == 1 and got[0].startswith("[advisory] eks-autoscale-from-zero: InferenceCluster/c1")
+    one = EKS.replace("nodeCount: 2, zones", "nodeCount: 1, minNodeCount: 1, maxNodeCount: 3, zones")
+    assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": one}), "eks-autoscale-from-zero") == []

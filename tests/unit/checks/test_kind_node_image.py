@@ -13,7 +13,8 @@ spec:
     source: Kind
     kind: %s
 """
-FIX = ". Fix: use kindest/node:v1.35.1 (the default) or any kindest/node tag from v1.34.2 on."
+FIX = (". Fix: use kindest/node:v1.36.1@sha256:3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5"
+       " (the default) or any kindest/node tag from v1.34.2 on.")
 
 
 def kind(image: str | None) -> str:

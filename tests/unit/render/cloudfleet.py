@@ -51,6 +51,50 @@ spec:
 """
 
 
+GPU_REQUEST = "{name: gpu, count: 8, selectors: [{cel: 'device.driver == \"gpu.nvidia.com\"'}]}"
+EFA_REQUEST = "{name: efa, count: 16, selectors: [{cel: 'device.driver == \"dra.net\"'}]}"
+
+
+def dra_efa_class(name: str = "p5en", device_class: str = "efa.networking.k8s.aws") -> str:
+    """A p5en.48xlarge class claiming its 16 EFAs through DRANET (dra.net) next to its 8 GPUs."""
+    return f"""
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {{name: {name}}}
+spec:
+  provisioning: {{provider: EKS, eks: {{instanceType: p5en.48xlarge, accelerator: {{type: nvidia-h200, count: 8}}}}}}
+  devices:
+  - {{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8,
+     attributes: {{productName: {{string: NVIDIA H200}}}}, capacity: {{memory: {{value: 143771Mi}}}}}}
+  - {{name: efa, driver: dra.net, deviceClassName: {device_class}, count: 16}}
+"""
+
+
+def gang_requesting(devices: str, name: str = "llama", selector: str | None = None) -> str:
+    """A Leader + 1 Worker engine whose members both request `devices` (YAML flow items)."""
+    cluster_selector = f"\n      clusterSelector: {{matchLabels: {selector}}}" if selector else ""
+    image = "template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}"
+    return f"""
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelDeployment
+metadata: {{name: {name}, namespace: ml-team}}
+spec:
+  replicas: 1
+  template:
+    spec:{cluster_selector}
+      engines:
+      - name: vllm
+        members:
+        - role: Leader
+          nodeSelector: {{devices: [{devices}]}}
+          {image}
+        - role: Worker
+          worker: {{nodes: 1}}
+          nodeSelector: {{devices: [{devices}]}}
+          {image}
+"""
+
+
 CLOUD = "---".join([
     gpu_class("p5", "EKS", "p5.48xlarge"),
     gpu_class("g5", "EKS", "g5.48xlarge", accelerator="nvidia-a10g", memory="22Gi"),

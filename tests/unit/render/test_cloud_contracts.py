@@ -14,7 +14,7 @@ from modelplane.render import render_replica
 from modelplane.render.names import LWS_NAME_BUDGET, REVISION_HASH_SUFFIX
 from modelplane.render.serving import CHARTS, chart_specs, render_modelexpress
 
-from .cloudfleet import GPU_CEL, cloud_fleet, gang
+from .cloudfleet import EFA_REQUEST, GPU_CEL, GPU_REQUEST, cloud_fleet, dra_efa_class, gang, gang_requesting
 from .fleets import by_kind, one, place
 from .schema import validate_any
 
@@ -98,7 +98,7 @@ def test_efa_device_plugin_tolerates_the_gpu_taint_of_our_node_groups() -> None:
 def test_efa_devices_reach_pods_only_through_vpc_amazonaws_com_efa_requests() -> None:
     """https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html: the EFA device
     plugin publishes `vpc.amazonaws.com/efa` and pods get EFA devices only by requesting it. A
-    whole-node member takes all 32 interfaces of a p5.48xlarge, a quarter node a quarter."""
+    whole-node gang member takes all 32 interfaces of a p5.48xlarge."""
     fl = cloud_fleet()
     gang = render_replica(fl, fl.deployments[("ml-team", "gang")],
                           place(fl, "ml-team", "gang", "eks-a", pools={"vllm": ("efa", "efa")}), "eks-a")
@@ -108,13 +108,50 @@ def test_efa_devices_reach_pods_only_through_vpc_amazonaws_com_efa_requests() ->
     for template in (lws["leaderTemplate"], lws["workerTemplate"]):
         resources = template["spec"]["containers"][0]["resources"]
         assert resources["limits"]["vpc.amazonaws.com/efa"] == "32" == resources["requests"]["vpc.amazonaws.com/efa"]
-    half = render_replica(fl, fl.deployments[("ml-team", "half")],
-                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("efa",)}), "eks-a")
-    resources = one(half, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
-    assert resources["limits"]["vpc.amazonaws.com/efa"] == "8"
     off = render_replica(fl, fl.deployments[("ml-team", "half")],
                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("block",)}), "eks-a")
     assert "limits" not in one(off, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
+
+
+PD_QUARTER = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelDeployment
+metadata: {name: pdq, namespace: ml-team, annotations: {modelplane.ai/nixl: "true"}}
+spec:
+  replicas: 1
+  template:
+    spec:
+      serving: {mode: PrefillDecode}
+      engines:
+      - name: prefill
+        phase: Prefill
+        members:
+        - nodeSelector: {devices: [{name: gpu, count: 2, selectors: [{cel: '%(cel)s'}]}]}
+          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
+      - name: decode
+        phase: Decode
+        members:
+        - nodeSelector: {devices: [{name: gpu, count: 4, selectors: [{cel: '%(cel)s'}]}]}
+          template: {spec: {containers: [{name: engine, image: vllm/vllm-openai:v0.26.0}]}}
+""".replace("%(cel)s", GPU_CEL)
+
+
+def test_efa_requests_follow_the_gpus_a_pod_claims_and_only_pods_whose_traffic_leaves_the_node() -> None:
+    """aws/eks-charts stable/aws-efa-k8s-device-plugin: each interface is one
+    `vpc.amazonaws.com/efa`, handed to one pod. A pod claiming a quarter of a p5.48xlarge's GPUs
+    gets a quarter of its 32 interfaces (the other pods on the node still find theirs), a NIXL
+    pair's engines get theirs, and a single-node engine outside PrefillDecode (TP within NVLink)
+    gets none rather than interfaces it never uses."""
+    fl = cloud_fleet(PD_QUARTER)
+    pd = render_replica(fl, fl.deployments[("ml-team", "pdq")],
+                        place(fl, "ml-team", "pdq", "eks-a", pools={"prefill": ("efa",), "decode": ("efa",)}), "eks-a")
+    got = {d["metadata"]["labels"]["modelplane.ai/engine"]:
+           d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
+           for d in by_kind(pd, "Deployment")}
+    assert got == {"prefill": "8", "decode": "16"}
+    half = render_replica(fl, fl.deployments[("ml-team", "half")],
+                          place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("efa",)}), "eks-a")
+    assert "limits" not in one(half, "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]
 
 
 def test_lws_worker_controller_revision_hash_label_stays_within_63_characters() -> None:
@@ -282,13 +319,229 @@ spec:
 def test_pool_labeler_on_existing_clusters_also_satisfies_the_dra_kubelet_plugin_affinity() -> None:
     """dra-driver-nvidia-gpu values.yaml `kubeletPlugin.affinity` (as above): on a cluster we do
     not provision, the pool-labelling Job adds nvidia.com/gpu.present=true to NVIDIA DRA pools."""
-    import shlex
-
     from modelplane.render.pool_labels import render_pool_labeler
 
     fl = cloud_fleet(BYO)
     job = next(o for o in render_pool_labeler(fl.clusters["byo"], fl) if o["kind"] == "Job")
-    words = shlex.split(job["spec"]["template"]["spec"]["containers"][0]["command"][-1])
+    words = job["spec"]["template"]["spec"]["containers"][0]["command"]
     applied = dict(w.split("=", 1) for w in words[words.index("-l") + 2:])
     assert applied == {"modelplane.ai/pool": "h100", "nvidia.com/gpu.present": "true"}
     assert node_affinity_matches(DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, applied)
+
+
+BYO_TWO_POOLS = BYO + """  - {name: "a100", className: p5, nodeCount: 1,
+     poolLabel: {mode: Apply, nodeSelector: {matchLabels: {example.org/gpu: a100, example.org/rack: r1}}}}
+"""
+
+
+def test_pool_labeler_runs_kubectl_itself_because_the_kubectl_image_has_no_shell() -> None:
+    """kubernetes/kubernetes build/common.sh: `KUBECTL_BASE_IMAGE` defaults to the go-runner image
+    (distroless, no `sh`), and build/server-image/Dockerfile only copies the binary into
+    /usr/local/bin. A `sh -c` Job never starts there, so every Existing pool with
+    `poolLabel: Apply` stays unlabelled and its pods Pending. One container per pool runs kubectl
+    with its arguments as argv."""
+    from modelplane.render.pool_labels import KUBECTL_IMAGE, render_pool_labeler
+
+    fl = cloud_fleet(BYO_TWO_POOLS)
+    job = next(o for o in render_pool_labeler(fl.clusters["byo"], fl) if o["kind"] == "Job")
+    validate_any(job)
+    containers = job["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 2 and len({c["name"] for c in containers}) == 2
+    for container in containers:
+        assert container["image"] == KUBECTL_IMAGE and "args" not in container
+        assert container["command"][:4] == ["kubectl", "label", "nodes", "--overwrite"]
+        assert not {"sh", "/bin/sh", "bash", "-c"} & set(container["command"])
+    second = containers[1]["command"]
+    assert second[second.index("-l") + 1] == "example.org/gpu=a100,example.org/rack=r1"
+    assert "modelplane.ai/pool=a100" in second
+
+
+DRA_EFA = "---".join([dra_efa_class(), """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: eks-dra, labels: {modelplane.ai/region: d}}
+spec:
+  cluster: {source: EKS, eks: {region: us-east-1}}
+  nodePools:
+  - {name: p5en, className: p5en, nodeCount: 2, zones: [us-east-1a], fabric: {type: EFA}}
+""", gang_requesting(GPU_REQUEST + ", " + EFA_REQUEST, name="dra-gang", selector="{modelplane.ai/region: d}")])
+
+
+def test_a_class_with_dra_net_efa_devices_gets_aws_dranet_and_no_efa_extended_resource() -> None:
+    """Acceptance (issue 21): EKS recommends DRANET for EFA (chart aws/eks-charts stable/aws-dranet,
+    driver dra.net, DeviceClass efa.networking.k8s.aws, templates/deviceclass.yaml). A class
+    declaring dra.net EFA devices gets that chart, tolerating our GPU taint (its DaemonSet
+    tolerates only CriticalAddonsOnly by default, templates/daemonset.yaml), never the device
+    plugin on the same NICs, and its pods claim EFA through DRA, not `vpc.amazonaws.com/efa`."""
+    fl = cloud_fleet(DRA_EFA)
+    charts = {c.name: c for c in chart_specs(fl.clusters["eks-dra"], fl)}
+    assert "aws-dranet" in charts and "aws-efa-k8s-device-plugin" not in charts
+    dranet = charts["aws-dranet"]
+    assert (dranet.chart, dranet.version, dranet.repository) == ("aws-dranet", "1.0.0", "https://aws.github.io/eks-charts")
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in dranet.values["tolerations"]
+    objects = render_replica(fl, fl.deployments[("ml-team", "dra-gang")],
+                             place(fl, "ml-team", "dra-gang", "eks-dra"), "eks-dra")
+    lws = one(objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    for template in (lws["leaderTemplate"], lws["workerTemplate"]):
+        resources = template["spec"]["containers"][0]["resources"]
+        assert "vpc.amazonaws.com/efa" not in {**resources.get("limits", {}), **resources.get("requests", {})}
+        assert resources["claims"] == [{"name": "devices"}]
+    for obj in objects:
+        validate_any(obj)
+
+
+def test_a_dra_claim_aligns_each_gpu_with_its_efa_by_pcie_root() -> None:
+    """kubernetes/api resource/v1 types.go DeviceConstraint.MatchAttribute: every device of the
+    listed requests must carry the attribute with one value; the NVIDIA GPU driver and DRANET both
+    publish resource.kubernetes.io/pcieRoot (k8s-api-shapes.md §9.1; aws/karpenter-provider-aws
+    pkg/providers/drametadata lists it for p5en GPUs and EFAs). So 8 GPUs and 16 EFAs become 8
+    pairs (1 GPU + 2 EFAs) each constrained to one PCIe root, not one constraint no node can meet."""
+    fl = cloud_fleet(DRA_EFA)
+    objects = render_replica(fl, fl.deployments[("ml-team", "dra-gang")],
+                             place(fl, "ml-team", "dra-gang", "eks-dra"), "eks-dra")
+    for template in by_kind(objects, "ResourceClaimTemplate"):
+        devices = template["spec"]["spec"]["devices"]
+        counts = {r["name"]: (r["exactly"]["deviceClassName"], r["exactly"]["count"]) for r in devices["requests"]}
+        assert counts == {**{f"gpu-{i}": ("gpu.nvidia.com", 1) for i in range(8)},
+                          **{f"efa-{i}": ("efa.networking.k8s.aws", 2) for i in range(8)}}
+        assert devices["constraints"] == [{"requests": [f"gpu-{i}", f"efa-{i}"],
+                                           "matchAttribute": "resource.kubernetes.io/pcieRoot"} for i in range(8)]
+
+
+def test_the_efa_device_plugin_and_dranet_never_manage_the_same_nodes() -> None:
+    """https://docs.aws.amazon.com/eks/latest/userguide/device-management-efa.html (k8s-api-shapes.md
+    §9.1): do not run the EFA device plugin and DRANET for EFA on the same node. On a cluster with
+    both kinds of EFA pools each DaemonSet is pinned to its pools' nodes by `modelplane.ai/efa`,
+    which our node groups set."""
+    pool = "  - {name: p5en, className: p5en, nodeCount: 2, zones: [us-east-1a], fabric: {type: EFA}}"
+    mixed = DRA_EFA.replace(pool, pool + "\n  - {name: p5, className: p5, nodeCount: 1, zones: [us-east-1a], "
+                                          "fabric: {type: EFA}}")
+    fl = cloud_fleet(mixed)
+    spec = fl.clusters["eks-dra"]
+    charts = {c.name: c for c in chart_specs(spec, fl)}
+    selectors = {name: charts[name].values["nodeSelector"] for name in ("aws-dranet", "aws-efa-k8s-device-plugin")}
+    assert selectors == {"aws-dranet": {"modelplane.ai/efa": "dra"},
+                         "aws-efa-k8s-device-plugin": {"modelplane.ai/efa": "device-plugin"}}
+    for pool in spec.gpu_pools:
+        labels = provisioned_node_labels(fl, spec, pool)
+        matching = [n for n, sel in selectors.items() if sel.items() <= labels.items()]
+        assert matching == (["aws-dranet"] if pool.name == "p5en" else ["aws-efa-k8s-device-plugin"])
+    assert "nodeSelector" not in _charts("eks-a")["aws-efa-k8s-device-plugin"].values  # type: ignore[attr-defined]
+
+
+def test_an_eks_pool_that_can_grow_gets_a_cluster_autoscaler_that_discovers_it() -> None:
+    """Acceptance (issue 21): examples/aws with its EFA pool changed to maxNodeCount: 3 renders a
+    cluster-autoscaler that would grow it. kubernetes/autoscaler cluster-autoscaler/cloudprovider/
+    aws/README.md "Auto-Discovery Setup": the autoscaler resizes the Auto Scaling groups carrying
+    `k8s.io/cluster-autoscaler/enabled` and `k8s.io/cluster-autoscaler/<cluster-name>`, within their
+    min and max; charts/cluster-autoscaler/values.yaml builds those tags from
+    `autoDiscovery.clusterName`. The EKS source tags exactly the growable pools' groups so."""
+    from modelplane.api import load_manifest_text
+    from modelplane.clouds.aws import AUTOSCALER_SERVICE_ACCOUNT, autoscaler_discovery_tags, node_group_scaling
+
+    text = (ROOT / "examples" / "aws" / "fleet.yaml").read_text()
+    grown = text.replace("    nodeCount: 2\n    zones: [us-east-1a]", "    nodeCount: 2\n    maxNodeCount: 3\n"
+                         "    zones: [us-east-1a]")
+    assert grown != text
+    fl = load_manifest_text(grown, source="examples/aws/fleet.yaml")
+    spec = fl.clusters["aws-us-east"]
+    charts = {c.name: c for c in chart_specs(spec, fl)}
+    autoscaler = charts["cluster-autoscaler"]
+    assert (autoscaler.chart, autoscaler.version, autoscaler.repository) == (
+        "cluster-autoscaler", "9.59.0", "https://kubernetes.github.io/autoscaler")
+    values = autoscaler.values
+    assert values["cloudProvider"] == "aws" and values["awsRegion"] == "us-east-1"
+    assert values["rbac"]["serviceAccount"]["name"] == AUTOSCALER_SERVICE_ACCOUNT
+    # the chart's default autoDiscovery.tags, rendered with our clusterName, are the group's tags
+    discovered = {"k8s.io/cluster-autoscaler/enabled",
+                  f"k8s.io/cluster-autoscaler/{values['autoDiscovery']['clusterName']}"}
+    assert discovered == set(autoscaler_discovery_tags("aws-us-east"))
+    scaling = node_group_scaling(spec.pool("h100-efa"))  # type: ignore[arg-type]
+    assert (scaling.min_size, scaling.desired_size, scaling.max_size) == (2, 2, 3) and scaling.autoscaled
+    # a fixed pool gets none: its group never changes, and the scheduler counts its nodeCount
+    fixed = load_manifest_text(text.replace("    maxNodeCount: 2\n", ""), source="examples/aws/fleet.yaml")
+    for cluster in fixed.clusters.values():
+        assert "cluster-autoscaler" not in {c.name for c in chart_specs(cluster, fixed)}
+
+
+def _affinity_terms(pod_spec: dict) -> list[dict]:
+    return pod_spec.get("affinity", {}).get("podAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution", [])
+
+
+def test_a_multi_node_gangs_pods_are_kept_in_one_zone() -> None:
+    """Issue 21 item 9 (render side). kubernetes/enhancements KEP-3633 (matchLabelKeys in pod
+    affinity): the API server merges `key in (value)` of the new pod's own label into the term's
+    selector at pod creation, so one term in the template keeps each gang copy together:
+    LeaderWorkerSet labels every pod of a group `leaderworkerset.sigs.k8s.io/group-index`
+    (kubernetes-sigs/lws api/leaderworkerset/v1 GroupIndexLabelKey), Grove every pod of a scaling
+    group replica `grove.io/podcliquescalinggroup-replica-index` (ai-dynamo/grove
+    operator/api/common/labels.go). topologyKey `topology.kubernetes.io/zone` (Kubernetes
+    well-known labels) is on every EKS/GKE node; Kind nodes have none, so they get no term."""
+    fl = cloud_fleet(gang("copies", copies=2))
+    objects = render_replica(fl, fl.deployments[("ml-team", "copies")],
+                             place(fl, "ml-team", "copies", "eks-a", pools={"vllm": ("efa", "efa")}), "eks-a")
+    lws = one(objects, "LeaderWorkerSet")
+    name = lws["metadata"]["name"]
+    for key in ("leaderTemplate", "workerTemplate"):
+        template = lws["spec"]["leaderWorkerTemplate"][key]
+        [term] = _affinity_terms(template["spec"])
+        assert term == {"labelSelector": {"matchLabels": {"modelplane.ai/workload": name}},
+                        "matchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-index"],
+                        "topologyKey": "topology.kubernetes.io/zone"}
+        # the selector selects both templates' pods (leader and workers of the copy)
+        assert template["metadata"]["labels"]["modelplane.ai/workload"] == name
+    validate_any(lws)
+    from .fleets import full_fleet
+
+    grove_fleet = full_fleet()
+    placed = place(grove_fleet, "research", "big", "dynamo-b", pools={"tp16": ("small", "h100")})
+    dyn = render_replica(grove_fleet, grove_fleet.deployments[("research", "big")], placed, "dynamo-b")
+    pcs = one(dyn, "PodCliqueSet")
+    for clique in pcs["spec"]["template"]["cliques"]:
+        [term] = _affinity_terms(clique["spec"]["podSpec"])
+        assert term["matchLabelKeys"] == ["grove.io/podcliquescalinggroup-replica-index"]
+        assert term["labelSelector"]["matchLabels"] == {"modelplane.ai/workload": pcs["metadata"]["name"]}
+        assert clique["labels"]["modelplane.ai/workload"] == pcs["metadata"]["name"]
+    kind = render_replica(grove_fleet, grove_fleet.deployments[("ml-team", "chat")],
+                          place(grove_fleet, "ml-team", "chat", "kind-a"), "kind-a")
+    assert "affinity" not in one(kind, "Deployment")["spec"]["template"]["spec"]
+    kind_gang = cloud_fleet(gang("local"), """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: kind-k, labels: {modelplane.ai/region: k}}
+spec:
+  cluster: {source: Kind}
+  nodePools: [{name: gpu, className: p5, nodeCount: 2}]
+""")
+    local = render_replica(kind_gang, kind_gang.deployments[("ml-team", "local")],
+                           place(kind_gang, "ml-team", "local", "kind-k"), "kind-k")
+    for key in ("leaderTemplate", "workerTemplate"):
+        assert "affinity" not in one(local, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"][key]["spec"]
+    half = render_replica(fl, fl.deployments[("ml-team", "half")], place(fl, "ml-team", "half", "eks-a"), "eks-a")
+    assert "affinity" not in one(half, "Deployment")["spec"]["template"]["spec"]   # one pod: nothing to keep together
+
+
+def test_a_workload_is_awaited_for_what_it_needs_not_an_hour() -> None:
+    """pulumi/pulumi-kubernetes#457 ("Add configurable timeouts for complex awaiters"): a
+    Deployment or Job is awaited for `pulumi.com/timeoutSeconds`. Issue 21 item 12: a Pending engine
+    pod held `pulumi up` for the hour every Deployment got; an engine without a cache now fails
+    within ENGINE_START_S, and one reading a cache within its staging and load on top."""
+    from modelplane.render.readiness import ENGINE_START_S, TIMEOUT_ANNOTATION, engine_timeout_s, staging_timeout_s
+
+    fl = cloud_fleet()
+    half = render_replica(fl, fl.deployments[("ml-team", "half")], place(fl, "ml-team", "half", "eks-a"), "eks-a")
+    deployment = one(half, "Deployment")
+    assert deployment["metadata"]["annotations"][TIMEOUT_ANNOTATION] == str(ENGINE_START_S) == "1200"
+    from modelplane.render import render_cache
+
+    from .fleets import full_fleet
+
+    full = full_fleet()
+    chat = render_replica(full, full.deployments[("ml-team", "chat")], place(full, "ml-team", "chat", "kind-a"),
+                          "kind-a")
+    size = full.caches[("ml-team", "qwen")].spec.hugging_face.size_gib  # type: ignore[union-attr]
+    assert one(chat, "Deployment")["metadata"]["annotations"][TIMEOUT_ANNOTATION] == str(engine_timeout_s(size))
+    job = one(render_cache(full, full.caches[("ml-team", "qwen")], "kind-a"), "Job")
+    assert job["metadata"]["annotations"][TIMEOUT_ANNOTATION] == str(staging_timeout_s(size))
+    assert engine_timeout_s(size) < 3600 and staging_timeout_s(200) < engine_timeout_s(200)
+    validate_any(deployment)

@@ -60,14 +60,27 @@ def test_serving_label_on_the_leader_clique_only():
     assert one(objects, "Service")["spec"]["selector"] == {"modelplane.ai/serving": rep.name}
 
 
-def test_leader_address_from_grove_and_no_modelplane_rank():
+def test_grove_leader_address_is_built_from_entries_defined_before_it_and_no_modelplane_rank():
+    """ai-dynamo/grove v0.1.0-alpha.11: Grove appends GROVE_* after the container's env
+    (component/utils/pod.go AddEnvVarsToContainers), so the address reads Grove's pod labels
+    through the downward API instead (podcliquescalinggroup/components/podclique/podclique.go
+    reads the same labels for GROVE_PCSG_NAME/INDEX) and spells the leader's hostname and
+    headless Service as namegen.go does."""
     _, objects = _gang()
-    for clique in _cliques(one(objects, "PodCliqueSet")).values():
+    pcs = one(objects, "PodCliqueSet")
+    name, namespace = pcs["metadata"]["name"], pcs["metadata"]["namespace"]
+    for clique in _cliques(pcs).values():
         engine = clique["spec"]["podSpec"]["containers"][0]
         env = env_map(engine)
+        names = env_names(engine)
         address = env["MODELPLANE_LEADER_ADDRESS"]["value"]
-        for part in ("$(GROVE_PCSG_NAME)", "$(GROVE_PCSG_INDEX)", "leader-0", "$(GROVE_HEADLESS_SERVICE)"):
-            assert part in address
+        assert address == (f"$(MODELPLANE_GANG_NAME)-$(MODELPLANE_GANG_INDEX)-leader-0."
+                           f"{name}-$(MODELPLANE_GANG_SET_INDEX).{namespace}.svc.cluster.local")
+        for var, key in (("MODELPLANE_GANG_NAME", "grove.io/podcliquescalinggroup"),
+                         ("MODELPLANE_GANG_INDEX", "grove.io/podcliquescalinggroup-replica-index"),
+                         ("MODELPLANE_GANG_SET_INDEX", "grove.io/podcliqueset-replica-index")):
+            assert env[var]["valueFrom"]["fieldRef"]["fieldPath"] == f"metadata.labels['{key}']"
+            assert names.index(var) < names.index("MODELPLANE_LEADER_ADDRESS")
         assert "MODELPLANE_RANK" not in env
 
 
@@ -101,7 +114,7 @@ def test_standalone_on_dynamo_is_a_deployment_wired_to_modelexpress():
     sha = fl.caches[("ml-team", "qwen")].spec.hugging_face.revision
     # The loader is opt-in (modelplane.ai/modelexpress: "true"): stock images may lack it.
     assert engine["args"][-2:] == ["--revision", sha] and "--load-format" not in engine["args"]
-    assert "MX_SERVER_ADDRESS" in env_names(engine) and "MODELPLANE_LOAD_FORMAT" not in env_names(engine)
+    assert "MX_SERVER_ADDRESS" in env_names(engine) and env_map(engine)["MODELPLANE_LOAD_FORMAT"]["value"] == "auto"
     assert "schedulerName" not in dep["spec"]["template"]["spec"]
 
 
@@ -112,7 +125,7 @@ def test_modelexpress_loader_is_appended_only_when_the_deployment_opts_in():
     engine = one(render_replica(fl, fl.deployments[("ml-team", "chat")], rep, "dynamo-b"),
                  "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert engine["args"][-2:] == ["--load-format", "modelexpress"]
-    assert "MODELPLANE_LOAD_FORMAT" in env_names(engine)
+    assert env_map(engine)["MODELPLANE_LOAD_FORMAT"]["value"] == "modelexpress"
 
 
 def test_dynamo_without_a_cache_has_no_modelexpress():

@@ -1,0 +1,37 @@
+"""What a provisioned pool is built from: the `provisioning.<cloud>` block of its InferenceClass.
+
+The EKS source builds a GPU node group from `provisioning.eks` (instance type, accelerator), the
+GKE source a node pool from `provisioning.gke` (machine type, accelerator); a class without the
+block cannot be provisioned there. One rule for the sources (which refuse the pool at preview)
+and the `cloud-pool-provisioning` check (which says so at `lint`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from modelplane.api import Fleet, InferenceCluster, NodePool
+
+# The block each provisioned source reads, and what the source takes from it.
+PROVISIONING_BLOCKS: dict[str, tuple[str, str]] = {
+    "EKS": ("eks", "instanceType, accelerator"),
+    "GKE": ("gke", "machineType, accelerator"),
+}
+
+
+def pool_provisioning_block(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> Any:
+    """The class's `provisioning.<block>` for a GPU pool of an EKS/GKE cluster, or None when it
+    has none (or the source provisions nothing)."""
+    block = PROVISIONING_BLOCKS.get(cluster.source)
+    klass = fleet.classes.get(pool.class_name or "")
+    if block is None or klass is None or klass.spec.provisioning is None:
+        return None
+    return getattr(klass.spec.provisioning, block[0])
+
+
+def provisioning_problem(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> str | None:
+    """Why an EKS/GKE GPU pool cannot be provisioned from its class, or None."""
+    block = PROVISIONING_BLOCKS.get(cluster.source)
+    if block is None or not pool.is_gpu_pool or pool_provisioning_block(fleet, cluster, pool) is not None:
+        return None
+    return (f"InferenceCluster {cluster.metadata.name} pool {pool.name}: class {pool.class_name} has no "
+            f"provisioning.{block[0]} block ({block[1]})")
