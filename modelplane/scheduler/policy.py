@@ -1,4 +1,4 @@
-"""Compile the placement policies (issue 14) into the small shapes the phases use:
+"""Compile the placement policies into the small shapes the plugins and stages use:
 spread rules and preference tiers per deployment, and the FleetBudgets in scope."""
 
 from __future__ import annotations
@@ -71,6 +71,9 @@ class DeploymentPolicy:
     @property
     def active(self) -> bool:
         return bool(self.spread or self.preferences or self.budgets)
+
+
+NO_POLICY = DeploymentPolicy()
 
 
 def _labels(mapping: dict[str, str] | None) -> Labels:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from modelplane.api import Fleet, ModelDeployment, NodePool
@@ -56,6 +57,12 @@ class MemberShape:
     pods: int          # pods of one gang: worker.nodes for a Worker, else 1
     copies: int        # engine copies; every copy needs its own pods
     requests: tuple[RequestShape, ...]
+    # What matching a pool's class depends on (the requests, by content): members of
+    # different deployments asking for the same devices share one answer.
+    match_key: tuple[object, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "match_key", tuple((r.name, r.count, r.cels) for r in self.requests))
 
     @property
     def pod_count(self) -> int:
@@ -67,6 +74,13 @@ class EngineShape:
     name: str
     copies: int
     members: tuple[MemberShape, ...]
+    # The engine by content: where it can be placed and what it costs depend on nothing
+    # else, so engines of deployments of one shape share their placement options.
+    key: tuple[object, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.name, self.copies,
+                                         tuple((m.index, m.role, m.pods, m.copies, m.match_key) for m in self.members)))
 
 
 @dataclass(frozen=True)
@@ -92,6 +106,11 @@ class DeploymentShape:
     @property
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
+
+    @cached_property
+    def engines_key(self) -> tuple[object, ...]:
+        """Its engines by content (EngineShape.key): what placing one replica depends on."""
+        return tuple(e.key for e in self.engines)
 
     def engine(self, name: str) -> EngineShape | None:
         return next((e for e in self.engines if e.name == name), None)
@@ -219,6 +238,17 @@ class Taint:
 
     def __str__(self) -> str:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
+
+
+@dataclass(frozen=True)
+class Outage:
+    """Why a cluster takes no new replicas (decided outside, with a clock: modelplane.observe);
+    `evacuate`: re-place the ones it has; `reachable`: its API server answers (a replica there
+    can be deleted). See scheduler.failover."""
+
+    reason: str
+    evacuate: bool = False
+    reachable: bool = False
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,353 @@
+"""The cycle: one placement pass's state, and the extension points its plugins implement.
+
+* `Cycle` — fleet-wide: the compiled clusters, the matcher, the ledger, what each plugin
+  and stage keeps (by `Key`), and memo tables keyed by what each answer depends on.
+* `DeploymentState` — one deployment through the pipeline: the replicas it keeps (and
+  what each charges), the ones placed now, the unplaced, and every replica not kept with
+  why. Its operations (`keep`, `drop`, `set_aside`, `take_index`, `place`) are the only
+  way stages change it.
+* `Binding` — what one plugin does for one deployment: a no-op for every hook, a plugin
+  overrides the hooks it uses. A plugin is a Binding subclass with a `name` and a `bind`
+  classmethod; the registry (`plugins/__init__.py`) lists them in the order they run.
+
+Hooks, in the order the pipeline calls them:
+
+| hook | when | returns |
+|---|---|---|
+| `desired(n)` | compile | the replicas the deployment wants now |
+| `filter(cluster)` | once per cluster and `key` | a Reason to keep new replicas off, or None |
+| `keep(kept)` | retain, per previous replica | a Reason to not keep it, or None |
+| `begin()` | fill starts | |
+| `admit(cluster, remaining)` | fill, a cluster comes up | a Reason it may not take one more, or None |
+| `score(cluster)` | fill, ordering clusters | an int; lower is better, per plugin in registry order |
+| `reserve(r)` / `unreserve(r)` | fill, placing on the cluster | a Reason to refuse (earlier reserves are undone) |
+| `unplaced(missing)` | fill ended short | |
+| `conditions()`, `status(s)` | results | conditions, the placementPolicy block |
+
+Every refusal a fill hook gives must stay true for the rest of that deployment's fill
+(capacity and budgets only shrink, spread counts only grow): a refusing cluster is not
+asked again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, Generic, Self, TypeVar, cast
+
+from modelplane.api import Fleet
+
+from .conditions import Condition
+from .ledger import Ledger, ObservedCapacity, Trial, Usage
+from .matching import Matcher
+from .placement import EngineOptions, demand_key, engine_options
+from .policy import NO_POLICY, DeploymentPolicy
+from .policy_types import BudgetStatus, PolicyStatus
+from .reasons import Reason, Refusal
+from .shape import ClusterView, DeploymentShape, Outage
+from .types import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedReplica, Unplaced
+
+T = TypeVar("T")
+Ident = tuple[str, int]                       # (cluster, index): a replica's identity
+Charges = list[tuple[str, list[Usage]]]        # (pool, usages) a kept replica charges on its cluster
+
+
+class Key(Generic[T]):
+    """A typed slot of the cycle state, owned by one plugin or stage."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class _Slots:
+    def __init__(self) -> None:
+        self._slots: dict[str, object] = {}
+
+    def get(self, key: Key[T]) -> T | None:
+        return cast("T | None", self._slots.get(key.name))
+
+    def put(self, key: Key[T], value: T) -> T:
+        self._slots[key.name] = value
+        return value
+
+
+class DeploymentState(_Slots):
+    def __init__(self, shape: DeploymentShape, retained: Iterable[PlacedReplica] = (),
+                 charges: Mapping[Ident, Charges] | None = None,
+                 policy: DeploymentPolicy = NO_POLICY) -> None:
+        super().__init__()
+        self.shape = shape
+        self.policy = policy
+        self.desired = shape.desired
+        self.bindings: tuple[Binding, ...] = ()
+        self._kept: dict[Ident, PlacedReplica] = {}
+        self._held: dict[Ident, PlacedReplica] = {}
+        self._taken: dict[str, set[int]] = {}
+        self.charges: dict[Ident, Charges] = dict(charges or {})
+        for rep in retained:
+            self._add(rep)
+        self.placed: list[PlacedReplica] = []
+        self.unplaced: list[Unplaced] = []
+        # previous replicas not kept, with why (moved, drained, scaled down, ...)
+        self.dropped: list[tuple[PlacedReplica, str]] = []
+        self.overdrawn: list[str] = []          # kept replicas their pool could not hold (the ledger stage)
+        self.candidates = 0                     # clusters passing the candidate filters
+        self.refused: dict[str, Refusal] = {}   # fill: why each cluster refused a replica
+        self.surge = 0                          # replicas above `desired`: new halves of moves in flight
+        self.conditions: list[Condition] = []   # what stages report (Overdrawn, FailedOver)
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.shape.key
+
+    @property
+    def name(self) -> str:
+        return f"{self.shape.namespace}/{self.shape.name}"
+
+    @property
+    def retained(self) -> list[PlacedReplica]:
+        """The previous replicas it keeps."""
+        return list(self._kept.values())
+
+    @property
+    def current(self) -> list[PlacedReplica]:
+        """Every replica it has now: kept, then placed in this pass."""
+        return [*self._kept.values(), *self.placed]
+
+    def is_kept(self, rep: PlacedReplica) -> bool:
+        return self._kept.get((rep.cluster, rep.index)) is rep
+
+    def _add(self, rep: PlacedReplica) -> None:
+        self._kept[(rep.cluster, rep.index)] = rep
+        self._taken.setdefault(rep.cluster, set()).add(rep.index)
+
+    def _remove(self, rep: PlacedReplica) -> bool:
+        """Take `rep` out of the kept replicas (or those on hold); whether it was there."""
+        ident = (rep.cluster, rep.index)
+        if self._kept.get(ident) is rep:
+            del self._kept[ident]
+            self._taken[rep.cluster].discard(rep.index)
+            return True
+        if self._held.get(ident) is rep:
+            del self._held[ident]
+            return True
+        return False
+
+    def keep(self, rep: PlacedReplica, charges: Charges) -> None:
+        self._add(rep)
+        self.charges[(rep.cluster, rep.index)] = charges
+
+    def drop(self, rep: PlacedReplica, why: str) -> None:
+        """Not kept: out of the count and off the ledger (if it was on it), reported with why."""
+        if self._remove(rep):
+            self.charges.pop((rep.cluster, rep.index), None)
+        self.dropped.append((rep, why))
+
+    def set_aside(self, rep: PlacedReplica) -> None:
+        """Out of the count and off the ledger, but not gone (a failover holds it)."""
+        if self._remove(rep):
+            self.charges.pop((rep.cluster, rep.index), None)
+
+    def hold(self, rep: PlacedReplica) -> None:
+        """Out of the count while still charged, until `rejoin` (a move's new half during scale-down)."""
+        if self._remove(rep):
+            self._held[(rep.cluster, rep.index)] = rep
+
+    def rejoin(self, rep: PlacedReplica) -> None:
+        if self._held.get((rep.cluster, rep.index)) is rep:
+            del self._held[(rep.cluster, rep.index)]
+            self._add(rep)
+
+    def take_index(self, cluster: str) -> int:
+        """The lowest index this deployment does not use on `cluster`, now taken."""
+        taken = self._taken.setdefault(cluster, set())
+        index = 0
+        while index in taken:
+            index += 1
+        taken.add(index)
+        return index
+
+    def place(self, rep: PlacedReplica) -> None:
+        """A new replica (its index from `take_index`)."""
+        self.placed.append(rep)
+
+
+@dataclass(frozen=True)
+class Filtered:
+    """What the filter hooks say of every cluster for one deployment (memoized by their keys)."""
+
+    reasons: dict[str, Reason]           # cluster -> the first filter refusing it
+    not_candidate: dict[str, Reason]     # cluster -> the first candidate filter refusing it
+    candidates: list[ClusterView]        # clusters no candidate filter refuses
+    open: list[str]                      # clusters no filter refuses, by name
+
+
+class Cycle(_Slots):
+    def __init__(self, fleet: Fleet, clusters: dict[str, ClusterView], matcher: Matcher, accounting: str, *,
+                 previous: FleetPlacement | None = None, outages: Mapping[str, Outage] | None = None,
+                 observed: ObservedCapacity | None = None, inputs: Mapping[str, object] | None = None) -> None:
+        super().__init__()
+        self.fleet = fleet
+        self.clusters = clusters                 # sorted by name
+        self.matcher = matcher
+        self.accounting = accounting
+        self.previous = previous
+        self.outages: Mapping[str, Outage] = outages or {}
+        self.observed = observed
+        self.inputs: Mapping[str, object] = inputs or {}   # plugins' own inputs, by plugin name
+        self.deployments: list[DeploymentState] = []
+        self.ledger = Ledger(accounting)         # capacity left: built by the ledger stage
+        # (cluster, demand) pairs device fit refused during fill. Fill only ever charges the
+        # ledger, so a cluster that refused a demand refuses it for the rest of the pass.
+        self.refused: set[tuple[str, tuple[object, ...]]] = set()
+        # how many times fill charged each cluster: an explanation holds while this does not
+        # change, so (cluster, charges, engines) -> why is worked out once (plugins.device_fit)
+        self.charged: dict[str, int] = {}
+        self.explanations: dict[tuple[str, int, tuple[object, ...]], Reason] = {}
+        self.result: list[DeploymentPlacement] = []
+        self.budgets: list[BudgetStatus] = []
+        self._options: dict[tuple[object, ...], list[EngineOptions]] = {}
+        self._demands: dict[tuple[object, ...], tuple[object, ...]] = {}
+        self._filtered: dict[tuple[object, ...], Filtered] = {}
+
+    @property
+    def unit(self) -> str:
+        return "nodes" if self.accounting == "Node" else "devices"
+
+    def placement(self) -> FleetPlacement:
+        return FleetPlacement(self.result, self.budgets)
+
+    def options(self, shape: DeploymentShape, cluster: ClusterView) -> list[EngineOptions]:
+        """Capacity-free placement options of a deployment's engines on a cluster, shared by
+        every deployment of the same engines and every cluster of the same pool signature."""
+        key = (shape.engines_key, cluster.signature)
+        hit = self._options.get(key)
+        if hit is None:
+            hit = self._options[key] = [engine_options(self.matcher, e, cluster) for e in shape.engines]
+        return hit
+
+    def demand(self, shape: DeploymentShape, cluster: ClusterView) -> tuple[object, ...]:
+        """What a cluster's pools would be asked for one replica (device fit's refusal memo)."""
+        key = (shape.engines_key, cluster.signature)
+        hit = self._demands.get(key)
+        if hit is None:
+            hit = self._demands[key] = demand_key(self.options(shape, cluster))
+        return hit
+
+    def filtered(self, st: DeploymentState) -> Filtered:
+        filters = [b for b in st.bindings if implements(b, "filter")]
+        key = tuple((b.name, b.key) for b in filters)
+        hit = self._filtered.get(key)
+        if hit is None:
+            reasons: dict[str, Reason] = {}
+            not_candidate: dict[str, Reason] = {}
+            candidates: list[ClusterView] = []
+            for name, cluster in self.clusters.items():
+                first = None
+                for b in filters:
+                    if first is not None and not b.candidate:
+                        continue            # refused already; only candidacy is left to tell
+                    why = b.filter(cluster)
+                    if why is None:
+                        continue
+                    if first is None:
+                        first = reasons[name] = why
+                    if b.candidate:
+                        not_candidate[name] = why
+                        break
+                if name not in not_candidate:
+                    candidates.append(cluster)
+            hit = self._filtered[key] = Filtered(reasons, not_candidate, candidates,
+                                                 [c.name for c in candidates if c.name not in reasons])
+        return hit
+
+
+@dataclass
+class Keeping:
+    """A previous replica the retain stage asks the `keep` hooks about. Device fit fills in
+    its engines (re-resolved against the current spec) and what it charges."""
+
+    previous: PlacedReplica
+    cluster: ClusterView
+    index: int
+    engines: dict[str, EnginePlacement] | None = None
+    charges: Charges = field(default_factory=list)
+
+
+@dataclass
+class Reservation:
+    """One replica being placed on one cluster: device fit charges `ledger` (a trial unless
+    nothing after it may refuse) and sets `engines`; later reserve hooks read them."""
+
+    cluster: ClusterView
+    ledger: Ledger | Trial
+    engines: dict[str, EnginePlacement] | None = None
+    notes: dict[str, object] = field(default_factory=dict)   # what a hook must undo, by plugin name
+
+
+class Binding:
+    """What one plugin does for one deployment. Every hook here is a no-op; a plugin
+    overrides the ones it uses (the module docstring lists them)."""
+
+    name: ClassVar[str] = ""
+    candidate: ClassVar[bool] = False        # a filter refusal makes the cluster no candidate at all
+    reserve_refuses: ClassVar[bool] = True   # False: reserve only records, it never refuses
+
+    # What `filter` depends on besides the cluster: the answers are memoized by it,
+    # across deployments (a filter reading anything else must put it in its key).
+    key: Hashable = ()
+
+    @classmethod
+    def bind(cls, cycle: Cycle, st: DeploymentState) -> Self | None:  # noqa: ARG003 - a no-op hook
+        """This plugin's part in placing `st`, or None when it has none."""
+        return None
+
+    def desired(self, desired: int) -> int:
+        return desired
+
+    def filter(self, cluster: ClusterView) -> Reason | None:  # noqa: ARG002 - a no-op hook
+        return None
+
+    def keep(self, kept: Keeping) -> Reason | None:  # noqa: ARG002 - a no-op hook
+        return None
+
+    def begin(self) -> None:
+        return None
+
+    def admit(self, cluster: ClusterView, remaining: int) -> Refusal | None:  # noqa: ARG002 - a no-op hook
+        return None
+
+    def score(self, cluster: ClusterView) -> int:  # noqa: ARG002 - a no-op hook
+        return 0
+
+    def rescore_all(self) -> bool:
+        """After a replica is placed: True when other clusters' scores may have gone down
+        (the fill then re-sorts every cluster, not only the one that took it)."""
+        return False
+
+    def reserve(self, r: Reservation) -> Refusal | None:  # noqa: ARG002 - a no-op hook
+        return None
+
+    def unreserve(self, r: Reservation) -> None:  # noqa: ARG002 - a no-op hook
+        return None
+
+    def unplaced(self, missing: int) -> None:  # noqa: ARG002 - a no-op hook
+        """The fill ended with `missing` replicas placed nowhere."""
+        return None
+
+    def conditions(self) -> list[Condition]:
+        return []
+
+    def status(self, status: PolicyStatus) -> None:  # noqa: ARG002 - a no-op hook
+        return None
+
+
+def implements(binding: Binding, hook: str) -> bool:
+    """Whether the binding's plugin overrides `hook` (the cycle skips hooks nobody uses)."""
+    return getattr(type(binding), hook) is not getattr(Binding, hook)
+
+
+# A plugin: a Binding subclass (its `name` and `bind`), listed in plugins.REGISTRY.
+Plugin = type[Binding]
