@@ -144,10 +144,9 @@ class Assessor:
                 out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {costs[over]} device(s), "
                                                 f"{max(0, left[over])} of {rule.max_devices} left"))
                 continue
-            if nodes == 0:
+            if nodes == 0 and name not in grown:
                 # Fits as the fleet is: only a policy refused it (the fill tried every cluster).
-                refusal = (reasons.get(name) if st.policy.active else None) or "refused"   # TEMP: old behaviour
-                out.append(Feasibility(BLOCKED, f"{name} has room but refuses: {refusal}"))
+                out.append(Feasibility(BLOCKED, f"{name} has room but refuses: {reasons.get(name, 'refused')}"))
                 continue
             # Needs nodes, or fits on nodes an earlier unplaced replica's scale-up added.
             added = grown.setdefault(name, {})
