@@ -102,6 +102,12 @@ def preferences_honored(f: TierFacts) -> Condition:
     if f.moving:
         return Condition(PREFERENCES_HONORED, "False", "Moving",
                          f"moving back, new replica first: {', '.join(f.moving)}")
+    if f.desired == 0:
+        return Condition(PREFERENCES_HONORED, "True", "ScaledToZero", "replicas is 0: no replica to place")
+    if f.placed == 0:
+        # Not "True: every replica is in tier ...": there is none to be anywhere.
+        return Condition(PREFERENCES_HONORED, "False", "NoReplicasPlaced",
+                         f"0 of {f.desired} replicas placed, in no tier (ReplicasScheduled says why)")
     if not f.outside_first:
         return Condition(PREFERENCES_HONORED, "True", "Preferred", f"every replica is in tier {f.first_tier}")
     where = f"{len(f.outside_first)} replica(s) outside tier {f.first_tier} ({', '.join(f.outside_first)})"

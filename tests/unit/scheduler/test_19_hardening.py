@@ -3,7 +3,22 @@ item and fails on the code before the fix."""
 
 from __future__ import annotations
 
-from .helpers import H100, cluster, deployment, engine, gpu_class, of, placement_policy, plan, pool, spread, standalone
+from .helpers import (
+    H100,
+    cluster,
+    cond,
+    deployment,
+    engine,
+    gpu_class,
+    of,
+    placement_policy,
+    plan,
+    pool,
+    preferences,
+    spread,
+    standalone,
+    tier,
+)
 
 H8 = gpu_class("h8", 8, "81559Mi")
 
@@ -37,3 +52,25 @@ def test_19_14_room_refused_by_policy_alone_is_still_blocked():
     (u,) = of(fp, "m").unplaced
     assert u.feasibility is not None and u.feasibility.verdict == "Blocked"
     assert "spreadConstraints (a)" in u.feasibility.message
+
+
+def _tiered(replicas: int, nodes: int) -> list[dict]:
+    prefs = placement_policy(prefs=preferences(tier("onprem", site="onprem"), tier("cloud", site="cloud")))
+    return [H100, cluster("onprem", pool("p", "h100", nodes), labels={"site": "onprem"}),
+            cluster("cloud", pool("p", "h100", 0), labels={"site": "cloud"}),
+            deployment("m", replicas, policy=prefs)]
+
+
+def test_19_low_preferences_honored_is_not_true_when_no_replica_is_placed():
+    """0 of 2 placed used to read `PreferencesHonored=True Preferred: every replica is in
+    tier onprem`: true of no replica at all."""
+    fp = plan(_tiered(2, 0))
+    assert cond(fp, "m", "ReplicasScheduled") == ("False", "InsufficientCapacity")
+    assert cond(fp, "m", "PreferencesHonored") == ("False", "NoReplicasPlaced")
+    assert of(fp, "m").condition("PreferencesHonored").message == (
+        "0 of 2 replicas placed, in no tier (ReplicasScheduled says why)")
+
+
+def test_19_low_preferences_honored_when_some_or_none_are_wanted():
+    assert cond(plan(_tiered(2, 1)), "m", "PreferencesHonored") == ("True", "Preferred")
+    assert cond(plan(_tiered(0, 1)), "m", "PreferencesHonored") == ("True", "ScaledToZero")
