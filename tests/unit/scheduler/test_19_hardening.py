@@ -3,6 +3,13 @@ item and fails on the code before the fix."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
+from modelplane.__main__ import main
+from modelplane.scheduler import FleetPlacement
+
 from .helpers import (
     H100,
     cluster,
@@ -18,6 +25,7 @@ from .helpers import (
     spread,
     standalone,
     tier,
+    to_yaml,
 )
 
 H8 = gpu_class("h8", 8, "81559Mi")
@@ -74,3 +82,65 @@ def test_19_low_preferences_honored_is_not_true_when_no_replica_is_placed():
 def test_19_low_preferences_honored_when_some_or_none_are_wanted():
     assert cond(plan(_tiered(2, 1)), "m", "PreferencesHonored") == ("True", "Preferred")
     assert cond(plan(_tiered(0, 1)), "m", "PreferencesHonored") == ("True", "ScaledToZero")
+
+
+# -- item 10's --previous parts, and the Low item on replica indexes ------------------------
+
+def _fleet(tmp_path: Path) -> Path:
+    d = tmp_path / "fleet"
+    d.mkdir()
+    (d / "fleet.yaml").write_text(to_yaml([H100, cluster("a", pool("p1", "h100", 2)), deployment("m", 1)]))
+    return d
+
+
+def _previous(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "previous.json"
+    path.write_text(text)
+    return path
+
+
+REPLICA = '{"name": "m-1", "index": 0, "cluster": "a", "engines": {"main": {"pool": "p1"}}}'
+
+
+@pytest.mark.parametrize("document, field, expected", [
+    ('{"deployments": [], "budgets": [{"name": "b", "maxDevices": 1e999}]}',
+     "$.budgets[0].maxDevices", "expected an integer, got a number"),
+    ('{"deployments": [], "budgets": [{"name": "b", "maxDevices": 4, "used": -1e999}]}',
+     "$.budgets[0].used", "expected an integer, got a number"),
+    ('{"deployments": [{"namespace": "default", "name": "m", "replicas": [' + REPLICA + '], '
+     '"placementPolicy": {"spread": [{"topologyKey": "region", "groups": {"us": 1e999}}]}}]}',
+     "$.deployments[0].placementPolicy.spread[0].groups.us", "expected an integer, got a number"),
+    ('{"deployments": [{"namespace": "default", "name": "m", "replicas": [' + REPLICA + '], '
+     '"placementPolicy": {"spread": [{"topologyKey": "region", "groups": {}, "ungrouped": 1e999}]}}]}',
+     "$.deployments[0].placementPolicy.spread[0].ungrouped", "expected an integer, got a number"),
+    ('{"deployments": [{"namespace": "default", "name": "m", "unplaced": [{"index": 1, "reasons": {}, '
+     '"feasibility": {"verdict": "FitsAfterScaleUp", "scaleUp": {"p1": 1e999}}}]}]}',
+     "$.deployments[0].unplaced[0].feasibility.scaleUp.p1", "expected an integer, got a number"),
+    ('{"deployments": [{"namespace": "default", "name": "m", "replicas": [{"name": "m-1", "index": '
+     + str(10**70) + ', "cluster": "a", "engines": {"main": {"pool": "p1"}}}]}]}',
+     "$.deployments[0].replicas[0].index", "expected a whole number from 0 to 10000, got a 71-digit number"),
+    ('{"deployments": [{"namespace": "default", "name": "m", "replicas": [{"name": "m-1", "index": -1, '
+     '"cluster": "a", "engines": {"main": {"pool": "p1"}}}]}]}',
+     "$.deployments[0].replicas[0].index", "expected a whole number from 0 to 10000, got -1"),
+])
+@pytest.mark.parametrize("command", ["plan", "render"])
+def test_19_10_previous_numbers_out_of_range_are_errors_naming_the_file_and_field(
+        tmp_path, capsys, command, document, field, expected):
+    """`maxDevices: 1e999` and spread `groups: 1e999` raised OverflowError from plan and
+    render; a replica index of 10**70 was read and written into a 71-character label."""
+    fleet, previous = _fleet(tmp_path), _previous(tmp_path, document)
+    argv = [command, str(fleet), *([str(tmp_path / "out")] if command == "render" else []), "--previous",
+            str(previous)]
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert f"previous placement {previous}" in err and f"{field}: {expected}" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_19_10_the_largest_index_a_plan_can_write_reads_back():
+    from modelplane.scheduler.types import MAX_REPLICA_INDEX
+
+    doc = {"deployments": [{"namespace": "default", "name": "m", "replicas": [
+        {"name": "m-1", "index": MAX_REPLICA_INDEX, "cluster": "a", "engines": {"main": {"pool": "p1"}}}]}]}
+    assert FleetPlacement.from_json(doc).deployments[0].replicas[0].index == MAX_REPLICA_INDEX
