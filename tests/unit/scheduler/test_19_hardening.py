@@ -16,6 +16,7 @@ from .helpers import (
     cond,
     deployment,
     engine,
+    fleet_budget,
     gpu_class,
     of,
     placement_policy,
@@ -144,3 +145,30 @@ def test_19_10_the_largest_index_a_plan_can_write_reads_back():
     doc = {"deployments": [{"namespace": "default", "name": "m", "replicas": [
         {"name": "m-1", "index": MAX_REPLICA_INDEX, "cluster": "a", "engines": {"main": {"pool": "p1"}}}]}]}
     assert FleetPlacement.from_json(doc).deployments[0].replicas[0].index == MAX_REPLICA_INDEX
+
+
+# -- item 13: a FleetBudget that selects no device ------------------------------------------
+
+def test_19_13_a_budget_naming_a_device_class_no_class_uses_is_refused_at_load(tmp_path, capsys):
+    """`maxDevices: 0` with `deviceClassNames: [nvidia.com]` (a typo for gpu.nvidia.com)
+    reported "0 of 0 devices used" and placed everything; lint was silent."""
+    d = tmp_path / "fleet"
+    d.mkdir()
+    (d / "fleet.yaml").write_text(to_yaml([H100, cluster("a", pool("p1", "h100", 2)), deployment("m", 1),
+                                           fleet_budget("gpus", 0, classes=["nvidia.com"])]))
+    for argv in (["plan", str(d)], ["lint", str(d)], ["render", str(d), str(tmp_path / "out")]):
+        assert main(argv) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and "Traceback" not in err
+        assert "fleet.yaml, document 3 (FleetBudget gpus) at spec.deviceClassNames[0]" in err
+        assert ("no InferenceClass of the fleet has a DRA device of DeviceClass 'nvidia.com' (in use: "
+                "gpu.nvidia.com)") in err
+        assert "fix the name" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_19_13_a_budget_of_a_class_in_use_loads_and_binds():
+    fp = plan([H100, cluster("a", pool("p1", "h100", 2)), deployment("m", 1),
+               fleet_budget("gpus", 0, classes=["gpu.nvidia.com"])])
+    assert of(fp, "m").replicas == []
+    assert cond(fp, "m", "WithinBudget") == ("False", "BudgetExceeded")
