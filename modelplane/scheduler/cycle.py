@@ -19,6 +19,7 @@ Hooks, in the order the pipeline calls them:
 | `keep(kept)` | retain, per previous replica | a Reason to not keep it, or None |
 | `begin()` | fill starts | |
 | `admit(cluster, remaining)` | fill, a cluster comes up | a Reason it may not take one more, or None |
+| `refuses_already(cluster)` | fill, then | True: skip it without reserving (`explain` says why, if asked) |
 | `score(cluster)` | fill, ordering clusters | an int; lower is better, per plugin in registry order |
 | `reserve(r)` / `unreserve(r)` | fill, placing on the cluster | a Reason to refuse (earlier reserves are undone) |
 | `unplaced(missing)` | fill ended short | |
@@ -81,7 +82,9 @@ class DeploymentState(_Slots):
         self.shape = shape
         self.policy = policy
         self.desired = shape.desired
+        self.engines_id = 0                     # its engines by content, as a number (Cycle.engines_id)
         self.bindings: tuple[Binding, ...] = ()
+        self.hooks: dict[str, list[Binding]] = {}   # hook -> the bindings overriding it (see `bind`)
         self._kept: dict[Ident, PlacedReplica] = {}
         self._held: dict[Ident, PlacedReplica] = {}
         self._taken: dict[str, set[int]] = {}
@@ -97,6 +100,10 @@ class DeploymentState(_Slots):
         self.refused: dict[str, Refusal] = {}   # fill: why each cluster refused a replica
         self.surge = 0                          # replicas above `desired`: new halves of moves in flight
         self.conditions: list[Condition] = []   # what stages report (Overdrawn, FailedOver)
+
+    def bind(self, bindings: Iterable[Binding]) -> None:
+        self.bindings = tuple(bindings)
+        self.hooks = {hook: [b for b in self.bindings if implements(b, hook)] for hook in HOOKS}
 
     @property
     def key(self) -> tuple[str, str]:
@@ -178,6 +185,7 @@ class DeploymentState(_Slots):
 class Filtered:
     """What the filter hooks say of every cluster for one deployment (memoized by their keys)."""
 
+    key: tuple[object, ...]              # the filter hooks and their keys: equal keys, equal answers
     reasons: dict[str, Reason]           # cluster -> the first filter refusing it
     not_candidate: dict[str, Reason]     # cluster -> the first candidate filter refusing it
     candidates: list[ClusterView]        # clusters no candidate filter refuses
@@ -199,17 +207,16 @@ class Cycle(_Slots):
         self.inputs: Mapping[str, object] = inputs or {}   # plugins' own inputs, by plugin name
         self.deployments: list[DeploymentState] = []
         self.ledger = Ledger(accounting)         # capacity left: built by the ledger stage
-        # (cluster, demand) pairs device fit refused during fill. Fill only ever charges the
-        # ledger, so a cluster that refused a demand refuses it for the rest of the pass.
-        self.refused: set[tuple[str, tuple[object, ...]]] = set()
         # how many times fill charged each cluster: an explanation holds while this does not
         # change, so (cluster, charges, engines) -> why is worked out once (plugins.device_fit)
         self.charged: dict[str, int] = {}
-        self.explanations: dict[tuple[str, int, tuple[object, ...]], Reason] = {}
+        self.explanations: dict[tuple[str, int, int], Reason] = {}
+        self._engine_ids: dict[tuple[object, ...], int] = {}
+        self._refusing: dict[tuple[object, ...], set[str]] = {}
         self.result: list[DeploymentPlacement] = []
         self.budgets: list[BudgetStatus] = []
-        self._options: dict[tuple[object, ...], list[EngineOptions]] = {}
-        self._demands: dict[tuple[object, ...], tuple[object, ...]] = {}
+        self._options: dict[tuple[int, int], list[EngineOptions]] = {}
+        self._demands: dict[tuple[int, int], tuple[object, ...]] = {}
         self._filtered: dict[tuple[object, ...], Filtered] = {}
 
     @property
@@ -219,25 +226,38 @@ class Cycle(_Slots):
     def placement(self) -> FleetPlacement:
         return FleetPlacement(self.result, self.budgets)
 
-    def options(self, shape: DeploymentShape, cluster: ClusterView) -> list[EngineOptions]:
+    def engines_id(self, shape: DeploymentShape) -> int:
+        """A number per distinct engines (by content): deployments of one shape share it."""
+        return self._engine_ids.setdefault(shape.engines_key, len(self._engine_ids))
+
+    def options(self, st: DeploymentState, cluster: ClusterView) -> list[EngineOptions]:
         """Capacity-free placement options of a deployment's engines on a cluster, shared by
         every deployment of the same engines and every cluster of the same pool signature."""
-        key = (shape.engines_key, cluster.signature)
+        key = (st.engines_id, cluster.sig_id)
         hit = self._options.get(key)
         if hit is None:
-            hit = self._options[key] = [engine_options(self.matcher, e, cluster) for e in shape.engines]
+            hit = self._options[key] = [engine_options(self.matcher, e, cluster) for e in st.shape.engines]
         return hit
 
-    def demand(self, shape: DeploymentShape, cluster: ClusterView) -> tuple[object, ...]:
-        """What a cluster's pools would be asked for one replica (device fit's refusal memo)."""
-        key = (shape.engines_key, cluster.signature)
+    def demand(self, st: DeploymentState, cluster: ClusterView) -> tuple[object, ...]:
+        """What a cluster's pools would be asked for one replica: equal demands are refused
+        alike, whatever the deployment (device fit's refusal memo)."""
+        key = (st.engines_id, cluster.sig_id)
         hit = self._demands.get(key)
         if hit is None:
-            hit = self._demands[key] = demand_key(self.options(shape, cluster))
+            hit = self._demands[key] = demand_key(self.options(st, cluster))
+        return hit
+
+    def refusing(self, demand: tuple[object, ...]) -> set[str]:
+        """The clusters that refused `demand` during fill: fill only ever charges the
+        ledger, so a cluster that refused a demand refuses it for the rest of the pass."""
+        hit = self._refusing.get(demand)
+        if hit is None:
+            hit = self._refusing[demand] = set()
         return hit
 
     def filtered(self, st: DeploymentState) -> Filtered:
-        filters = [b for b in st.bindings if implements(b, "filter")]
+        filters = st.hooks["filter"]
         key = tuple((b.name, b.key) for b in filters)
         hit = self._filtered.get(key)
         if hit is None:
@@ -259,7 +279,7 @@ class Cycle(_Slots):
                         break
                 if name not in not_candidate:
                     candidates.append(cluster)
-            hit = self._filtered[key] = Filtered(reasons, not_candidate, candidates,
+            hit = self._filtered[key] = Filtered(key, reasons, not_candidate, candidates,
                                                  [c.name for c in candidates if c.name not in reasons])
         return hit
 
@@ -276,7 +296,7 @@ class Keeping:
     charges: Charges = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class Reservation:
     """One replica being placed on one cluster: device fit charges `ledger` (a trial unless
     nothing after it may refuse) and sets `engines`; later reserve hooks read them."""
@@ -284,7 +304,7 @@ class Reservation:
     cluster: ClusterView
     ledger: Ledger | Trial
     engines: dict[str, EnginePlacement] | None = None
-    notes: dict[str, object] = field(default_factory=dict)   # what a hook must undo, by plugin name
+    notes: dict[str, object] | None = None    # what a hook must undo, by plugin name
 
 
 class Binding:
@@ -316,6 +336,20 @@ class Binding:
     def begin(self) -> None:
         return None
 
+    # What `refuses_already` depends on besides the cluster (deployments with equal keys get
+    # equal answers, so the fill may share what it learnt of them).
+    refuses_key: Hashable = ()
+
+    def refuses_already(self, cluster: ClusterView) -> bool:  # noqa: ARG002 - a no-op hook
+        """Whether this plugin knows, without trying, that `cluster` refuses one more replica
+        (it refused the same demand earlier in the pass): the fill then skips the cluster and
+        asks `explain` only if the reason is read. Once True, it must stay True for the pass."""
+        return False
+
+    def explain(self, cluster: ClusterView) -> Reason:
+        """Why `cluster` refuses, for a plugin whose `refuses_already` said so."""
+        raise NotImplementedError(f"{self.name} says clusters refuse but not why")
+
     def admit(self, cluster: ClusterView, remaining: int) -> Refusal | None:  # noqa: ARG002 - a no-op hook
         return None
 
@@ -342,6 +376,10 @@ class Binding:
 
     def status(self, status: PolicyStatus) -> None:  # noqa: ARG002 - a no-op hook
         return None
+
+
+HOOKS = ("desired", "filter", "keep", "begin", "admit", "refuses_already", "score", "reserve", "unreserve",
+         "unplaced", "conditions", "status")
 
 
 def implements(binding: Binding, hook: str) -> bool:

@@ -30,7 +30,7 @@ from .ledger import DevicePool, Ledger, NodePool, ObservedCapacity, PoolState, T
 from .placement import EngineOptions, member_usage, no_pool_reason, place_engine
 from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility
 from .reasons import CLUSTER_UNAVAILABLE, NOT_IN_ANY_TIER, SPREAD_CONSTRAINT, UNTOLERATED_TAINT, Reason
-from .shape import ClusterView, DeploymentShape, PoolView
+from .shape import ClusterView, PoolView
 from .types import EnginePlacement, Unplaced
 
 MISSING = -1
@@ -94,7 +94,7 @@ class Assessor:
         never: dict[str, str] = {}
         feasible: list[ClusterView] = []
         for cluster in candidates:
-            cannot = _never(cycle.options(shape, cluster))
+            cannot = _never(cycle.options(st, cluster))
             if cannot is None:
                 feasible.append(cluster)
             else:
@@ -119,7 +119,7 @@ class Assessor:
         plans: dict[str, ScaleUp] = {}
         grown: dict[str, dict[str, int]] = {}       # cluster -> pool -> nodes added so far
         for cluster in scalable:
-            nodes = self._nodes_for(shape, cluster)     # hypo is still empty
+            nodes = self._nodes_for(st, cluster)     # hypo is still empty
             if nodes is not None:
                 heap.append((nodes, cluster.name))
         heapq.heapify(heap)
@@ -135,7 +135,7 @@ class Assessor:
                 continue
             nodes, name = heap[0]
             cluster = cycle.clusters[name]
-            plan = plans.get(name) or self._plan(shape, cluster, hypo)
+            plan = plans.get(name) or self._plan(st, cluster, hypo)
             assert plan is not None and plan.nodes == nodes
             costs = self.book.costs(budgets, shape, cluster, plan.engines)
             over = next((b for b, c in costs.items() if c and c > left[b]), None)
@@ -158,7 +158,7 @@ class Assessor:
             for budget, cost in costs.items():
                 left[budget] -= cost
             plan.trial.commit()                    # the next replica sees this one placed
-            fresh = self._plan(shape, cluster, hypo)
+            fresh = self._plan(st, cluster, hypo)
             if fresh is None:
                 heapq.heappop(heap)
             else:
@@ -167,26 +167,26 @@ class Assessor:
         return out
 
     # -- scale-up simulation --------------------------------------------------------
-    def _nodes_for(self, shape: DeploymentShape, cluster: ClusterView) -> int | None:
+    def _nodes_for(self, st: DeploymentState, cluster: ClusterView) -> int | None:
         """`_plan(...).nodes` against the final ledger, memoized by what it depends on."""
         states = self._states.get(cluster.name)
         if states is None:
             states = self._states[cluster.name] = tuple(
                 _fingerprint(self.ledger.state((cluster.name, p.name))) for p in cluster.pools)
-        key = (shape.engines_key, cluster.signature, states)
+        key = (st.engines_id, cluster.sig_id, states)
         hit = self._plans.get(key, MISSING)
         if hit is MISSING:
-            plan = self._plan(shape, cluster, Trial(self.ledger))
+            plan = self._plan(st, cluster, Trial(self.ledger))
             hit = self._plans[key] = plan.nodes if plan is not None else None
         return hit
-    def _plan(self, shape: DeploymentShape, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
+    def _plan(self, st: DeploymentState, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
         """The fewest nodes to add to `cluster`'s pools for one more replica, engine by
         engine against a trial of `hypo`; None if it cannot fit at any size."""
         trial = Trial(hypo)
         unit = "nodes" if self.ledger.accounting == "Node" else "devices"
         pools: dict[str, int] = {}
         engines: dict[str, EnginePlacement] = {}
-        for opts in self.cycle.options(shape, cluster):
+        for opts in self.cycle.options(st, cluster):
             placed, _ = place_engine(opts, cluster.name, trial, unit)
             if placed is None:
                 placed = self._grow(opts, cluster, trial, pools, unit)

@@ -20,13 +20,14 @@ left unplaced (`Unplaced.reasons`, shared).
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import Protocol
 
 from modelplane.naming import replica_name
 
-from .cycle import Binding, Cycle, DeploymentState, Reservation, implements
+from .cycle import Binding, Cycle, DeploymentState, Filtered, Key, Reservation
 from .ledger import Trial
-from .plugins.spread_before_pack import SpreadBeforePack
+from .plugins.spread_before_pack import SkipList, SpreadBeforePack
 from .reasons import REJECTED, Reason, Refusal, resolve
 from .shape import ClusterView
 from .types import PlacedReplica, Unplaced
@@ -40,7 +41,7 @@ def fill(cycle: Cycle) -> None:
 
 
 def hooks(st: DeploymentState, hook: str) -> list[Binding]:
-    return [b for b in st.bindings if implements(b, hook)]
+    return st.hooks[hook]
 
 
 def score_key(st: DeploymentState, cluster: ClusterView) -> tuple[object, ...]:
@@ -68,14 +69,21 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
         return
     clusters = cycle.clusters
     admitters = hooks(st, "admit")
+    knowers = hooks(st, "refuses_already")
     reservers = hooks(st, "reserve")
+    direct = _direct(reservers)
     scorers = hooks(st, "score")
     queue: ClusterQueue
     if len(scorers) == 1 and isinstance(scorers[0], SpreadBeforePack):
-        queue = scorers[0].queue(filtered.open)
+        skips, refuses = None, None
+        if knowers and not admitters:       # nothing may refuse before the knowers: skip in bulk
+            skips = _skip_list(cycle, filtered, knowers)
+            refuses = _refuses(knowers, clusters)
+        queue = scorers[0].queue(filtered.open, skips, refuses)
     else:
         queue = ScoredQueue(filtered.open, st, scorers, clusters)
     refused = st.refused
+    known: dict[str, Binding] = {}          # refused, says a plugin that knows without trying
     while missing and (name := queue.best()) is not None:
         cluster = clusters[name]
         why: Refusal | None = None
@@ -84,7 +92,16 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
             if why is not None:
                 break
         if why is None:
-            replica, why = reserve(cycle, st, cluster, reservers)
+            knower = None
+            for k in knowers:
+                if k.refuses_already(cluster):
+                    knower = k
+                    break
+            if knower is not None:
+                known[name] = knower
+                queue.drop(name)
+                continue
+            replica, why = reserve(cycle, st, cluster, reservers, direct=direct)
             if replica is not None:
                 missing -= 1
                 queue.took(name)
@@ -94,34 +111,61 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
     if missing:
         for b in hooks(st, "unplaced"):
             b.unplaced(missing)
+        for name in filtered.open:              # stepped over in bulk, or skipped one by one
+            if name not in refused:
+                knower = known.get(name) or next(k for k in knowers if k.refuses_already(clusters[name]))
+                refused[name] = knower.explain(clusters[name])   # once per distinct state (device fit)
         reasons = {name: filtered.reasons.get(name) or resolve(refused.get(name, _REJECTED)) for name in clusters}
         first = len(st.retained) + len(st.placed) - st.surge
         st.unplaced = [Unplaced(first + i, reasons) for i in range(missing)]
 
 
+SKIPS = Key[dict[tuple[object, ...], SkipList]]("fill")
+
+
+def _skip_list(cycle: Cycle, filtered: Filtered, knowers: list[Binding]) -> SkipList:
+    """The skip list of every deployment with these filters and these knowers' keys."""
+    memo = cycle.get(SKIPS) or cycle.put(SKIPS, {})
+    key = (filtered.key, *((k.name, k.refuses_key) for k in knowers))
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = SkipList(filtered.open)
+    return hit
+
+
+def _refuses(knowers: list[Binding], clusters: dict[str, ClusterView]) -> Callable[[str], bool]:
+    if len(knowers) == 1:
+        knower = knowers[0]
+        return lambda name: knower.refuses_already(clusters[name])
+    return lambda name: any(k.refuses_already(clusters[name]) for k in knowers)
+
+
+def _direct(reservers: list[Binding]) -> bool:
+    """Charge the ledger directly when at most one reserve hook may refuse: a failed
+    placement leaves the ledger as it was, so no copy-on-write trial is needed."""
+    return sum(1 for b in reservers if b.reserve_refuses) <= 1
+
+
 def reserve(cycle: Cycle, st: DeploymentState, cluster: ClusterView, reservers: list[Binding] | None = None,
-            *, commit: bool = True) -> tuple[PlacedReplica | None, Refusal | None]:
+            *, direct: bool | None = None, commit: bool = True) -> tuple[PlacedReplica | None, Refusal | None]:
     """Run every reserve hook for one replica of `st` on `cluster`. Committed: the replica,
-    placed and charged. With commit=False only whether it would fit (any placeholder
+    placed and charged. With commit=False only whether it would fit (a placeholder
     replica), everything undone."""
     if reservers is None:
         reservers = hooks(st, "reserve")
-    # Charge the ledger directly when at most one hook may refuse: a failed placement
-    # leaves the ledger as it was, so no copy-on-write trial is needed.
-    direct = commit and sum(1 for b in reservers if b.reserve_refuses) <= 1
-    r = Reservation(cluster, cycle.ledger if direct else Trial(cycle.ledger))
-    done: list[Binding] = []
-    for b in reservers:
+    if direct is None:
+        direct = _direct(reservers)
+    r = Reservation(cluster, cycle.ledger if direct and commit else Trial(cycle.ledger))
+    for i, b in enumerate(reservers):
         why = b.reserve(r)
         if why is not None:
-            for d in reversed(done):
+            for d in reversed(reservers[:i]):
                 d.unreserve(r)
             return None, why
-        done.append(b)
     if r.engines is None:
         raise AssertionError("no reserve hook placed the engines (device-fit is not registered)")
     if not commit:
-        for d in reversed(done):
+        for d in reversed(reservers):
             d.unreserve(r)
         return PlacedReplica("", -1, cluster.name, r.engines), None
     if isinstance(r.ledger, Trial):

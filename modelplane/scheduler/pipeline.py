@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from modelplane.api import Fleet
 
 from . import budget, failover, feasibility, fill, ledger_stage, plugins, preferences, results, retain
-from .cycle import Cycle, DeploymentState, implements
+from .cycle import Cycle, DeploymentState
 from .ledger import ObservedCapacity
 from .matching import Matcher
 from .policy import compile_policy
@@ -56,10 +56,10 @@ def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacem
         cycle.deployments.append(DeploymentState(compile_deployment(fleet, key, dep),
                                                  policy=compile_policy(fleet, key, dep)))
     for st in cycle.deployments:        # after every deployment exists: bindings may look at all
-        st.bindings = tuple(b for plugin in plugins.REGISTRY if (b := plugin.bind(cycle, st)) is not None)
-        for b in st.bindings:
-            if implements(b, "desired"):
-                st.desired = b.desired(st.desired)
+        st.engines_id = cycle.engines_id(st.shape)
+        st.bind(b for plugin in plugins.REGISTRY if (b := plugin.bind(cycle, st)) is not None)
+        for b in st.hooks["desired"]:
+            st.desired = b.desired(st.desired)
     return cycle
 
 

@@ -8,7 +8,7 @@ previous replicas not kept."""
 from __future__ import annotations
 
 from .conditions import in_order, replicas_scheduled
-from .cycle import Cycle, DeploymentState, implements
+from .cycle import Cycle, DeploymentState
 from .failover import ASIDE
 from .policy_types import PolicyStatus
 from .types import DeploymentPlacement
@@ -27,9 +27,10 @@ def _placement(st: DeploymentState) -> DeploymentPlacement:
                   *st.conditions]
     policy = PolicyStatus() if st.policy.active and not shape.invalid else None
     if not shape.invalid:
-        for b in st.bindings:
+        for b in st.hooks["conditions"]:
             conditions += b.conditions()
-            if policy is not None and implements(b, "status"):
+        if policy is not None:
+            for b in st.hooks["status"]:
                 b.status(policy)
     replicas = sorted([*serving, *(r for r, _ in set_aside)], key=lambda r: (r.cluster, r.index))
     return DeploymentPlacement(shape.namespace, shape.name, st.desired, replicas, in_order(conditions),

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from modelplane.naming import replica_name
 
-from .cycle import Cycle, DeploymentState, Keeping, implements
+from .cycle import Cycle, DeploymentState, Keeping
 from .moves import MOVES
 from .reasons import CLUSTER_GONE, DUPLICATE, MOVE_CANCELLED, PINS_CHANGED, SCALED_DOWN, Reason
 from .shape import DeploymentShape
@@ -43,7 +43,7 @@ def _retain(cycle: Cycle, st: DeploymentState, previous: DeploymentPlacement) ->
             st.keep(rep, [])
         return
     not_candidate = cycle.filtered(st).not_candidate
-    keepers = [b for b in st.bindings if implements(b, "keep")]
+    keepers = st.hooks["keep"]
     seen: set[tuple[str, int]] = set()
     for rep in sorted(previous.replicas, key=lambda r: r.name):
         index = rep.index if rep.index >= 0 else 0

@@ -266,6 +266,8 @@ class ClusterView:
     # Why it takes no new replica now (unreachable, unready, a failover in flight:
     # scheduler.failover); None when it does.
     outage: str | None = None
+    # The signature as a small number (equal signatures, equal ids): cheap to key memos by.
+    sig_id: int = 0
 
     def pool(self, name: str) -> PoolView | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -314,6 +316,7 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
     observed = observed or {}
     closed = closed or {}
     clusters = {}
+    signatures: dict[Signature, int] = {}
     for name in sorted(fleet.clusters):
         ic = fleet.clusters[name]
         seen = observed.get(name) or {}
@@ -336,7 +339,7 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
                        for t in _get(ic, "spec", "taints", default=[]))
         labels = {str(k): "" if v is None else str(v)
                   for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
-        clusters[name] = ClusterView(name, labels, taints, tuple(pools),
-                                     tuple((p.name, p.cls.name, p.domain) for p in pools),
-                                     cache_storage_problem(ic), closed.get(name))
+        signature = tuple((p.name, p.cls.name, p.domain) for p in pools)
+        clusters[name] = ClusterView(name, labels, taints, tuple(pools), signature, cache_storage_problem(ic),
+                                     closed.get(name), signatures.setdefault(signature, len(signatures)))
     return clusters

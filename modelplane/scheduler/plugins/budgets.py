@@ -31,11 +31,11 @@ class Budgets(Binding):
             self.last = over
             return Reason(BUDGET_EXCEEDED, self.name, over[1])
         self.book.charge(costs)
-        r.notes[self.name] = costs
+        r.notes = {**(r.notes or {}), self.name: costs}
         return None
 
     def unreserve(self, r: Reservation) -> None:
-        costs = r.notes.pop(self.name, None)
+        costs = (r.notes or {}).get(self.name)
         if isinstance(costs, dict):
             self.book.charge(costs, sign=-1)
 

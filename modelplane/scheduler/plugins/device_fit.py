@@ -26,6 +26,9 @@ class DeviceFit(Binding):
 
     def __init__(self, cycle: Cycle, st: DeploymentState) -> None:
         self.cycle, self.st = cycle, st
+        self.refuses_key = st.engines_id
+        # per pool signature of a cluster: the cycle's clusters refusing this engines' demand
+        self._refusing: dict[int, set[str]] = {}
 
     @classmethod
     def bind(cls, cycle: Cycle, st: DeploymentState) -> Self | None:
@@ -39,16 +42,25 @@ class DeviceFit(Binding):
         kept.engines, kept.charges = engines, charges
         return None
 
+    def _refused(self, cluster: ClusterView) -> set[str]:
+        hit = self._refusing.get(cluster.sig_id)
+        if hit is None:
+            hit = self._refusing[cluster.sig_id] = self.cycle.refusing(self.cycle.demand(self.st, cluster))
+        return hit
+
+    def refuses_already(self, cluster: ClusterView) -> bool:
+        return cluster.name in self._refused(cluster)
+
     def reserve(self, r: Reservation) -> Refusal | None:
-        cycle, shape, cluster = self.cycle, self.st.shape, r.cluster
-        demand = cycle.demand(shape, cluster)
-        if (cluster.name, demand) in cycle.refused:
+        cycle, cluster = self.cycle, r.cluster
+        refused = self._refused(cluster)
+        if cluster.name in refused:
             return Deferred(lambda: self.explain(cluster))
-        engines, why = place_replica(cycle.options(shape, cluster), cluster.name, r.ledger)
+        engines, why = place_replica(cycle.options(self.st, cluster), cluster.name, r.ledger)
         if engines is None:
-            cycle.refused.add((cluster.name, demand))
+            refused.add(cluster.name)
             why = why or Reason(REJECTED, self.name, "rejected")
-            cycle.explanations[(cluster.name, cycle.charged.get(cluster.name, 0), shape.engines_key)] = why
+            cycle.explanations[(cluster.name, cycle.charged.get(cluster.name, 0), self.st.engines_id)] = why
             return why
         r.engines = engines
         return None
@@ -59,9 +71,9 @@ class DeviceFit(Binding):
         the one it gave), once per (cluster, charges so far, engines): the words name the
         engine's requests, which the demand does not."""
         cycle = self.cycle
-        key = (cluster.name, cycle.charged.get(cluster.name, 0), self.st.shape.engines_key)
+        key = (cluster.name, cycle.charged.get(cluster.name, 0), self.st.engines_id)
         hit = cycle.explanations.get(key)
         if hit is None:
-            _, why = place_replica(cycle.options(self.st.shape, cluster), cluster.name, Trial(cycle.ledger))
+            _, why = place_replica(cycle.options(self.st, cluster), cluster.name, Trial(cycle.ledger))
             hit = cycle.explanations[key] = why or Reason(REJECTED, self.name, "rejected")
         return hit

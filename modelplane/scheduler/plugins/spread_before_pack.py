@@ -7,7 +7,10 @@ When it is the only score (no tiers, no spread), the fill takes clusters from
 `SpreadQueue`, a lazy heap: clusters without a replica of the deployment all weigh 0 and
 come in name order straight from the sorted list, so only clusters holding replicas sit
 in a heap, and a deployment's fill costs its replicas, not a heap entry per cluster (a
-million at 1,000 clusters and 1,000 deployments).
+million at 1,000 clusters and 1,000 deployments). Clusters another plugin already knows
+refuse (`refuses_already`: device fit, for a demand they refused earlier in the pass) are
+stepped over through a `SkipList` shared by every deployment of the same filters and
+engines, so a full cluster costs each such group one look, not each deployment one.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections import Counter
+from collections.abc import Callable
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Reservation
@@ -47,15 +51,42 @@ class SpreadBeforePack(Binding):
     def unreserve(self, r: Reservation) -> None:
         self.load[r.cluster.name] -= 1
 
-    def queue(self, names: list[str]) -> SpreadQueue:
-        return SpreadQueue(names, self.load)
+    def queue(self, names: list[str], skips: SkipList | None = None,
+              refuses: Callable[[str], bool] | None = None) -> SpreadQueue:
+        """The fill's order when this is the only score; `skips` with `refuses` steps over
+        clusters known to refuse without handing them to the fill."""
+        return SpreadQueue(names, self.load, skips, refuses)
+
+
+class SkipList:
+    """Over a sorted list of clusters, the next one at or after a position that no plugin
+    knows to refuse. Refusals it records are permanent (a `refuses_already` answer stays
+    true for the pass), so the steps are shortened as they are found (path halving): the
+    deployments sharing it walk each refusing cluster once between them."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self._next = list(range(len(names) + 1))     # i -> a position at or before the next one to look at
+
+    def find(self, i: int, refuses: Callable[[str], bool]) -> int:
+        """The first position >= i whose cluster `refuses` does not refuse (len(names) if none)."""
+        nxt, names, end = self._next, self.names, len(self.names)
+        while True:
+            while nxt[i] != i:                        # follow (and halve) the recorded steps
+                nxt[i] = nxt[nxt[i]]
+                i = nxt[i]
+            if i == end or not refuses(names[i]):
+                return i
+            nxt[i] = i + 1
 
 
 class SpreadQueue:
     """The clusters a deployment may take a replica on, best first by (load, name)."""
 
-    def __init__(self, names: list[str], load: Counter[str]) -> None:
+    def __init__(self, names: list[str], load: Counter[str], skips: SkipList | None = None,
+                 refuses: Callable[[str], bool] | None = None) -> None:
         self._names = names                       # sorted
+        self._skips, self._refuses = skips, refuses
         self._next = 0
         loaded = {c: n for c, n in load.items() if n > 0 and _contains(names, c)}
         self._loaded = set(loaded)
@@ -64,8 +95,14 @@ class SpreadQueue:
         self._best: tuple[int, str] | None = None
 
     def best(self) -> str | None:
-        while self._next < len(self._names) and self._names[self._next] in self._loaded:
-            self._next += 1
+        names, skips, refuses = self._names, self._skips, self._refuses
+        while True:
+            if skips is not None and refuses is not None:
+                self._next = skips.find(self._next, refuses)
+            if self._next < len(names) and names[self._next] in self._loaded:
+                self._next += 1
+                continue
+            break
         fresh = (0, self._names[self._next]) if self._next < len(self._names) else None
         if fresh is not None and (not self._heap or fresh < self._heap[0]):
             self._best = fresh
