@@ -103,7 +103,10 @@ class DeploymentState(_Slots):
 
     def bind(self, bindings: Iterable[Binding]) -> None:
         self.bindings = tuple(bindings)
-        self.hooks = {hook: [b for b in self.bindings if implements(b, hook)] for hook in HOOKS}
+        self.hooks = {hook: [] for hook in HOOKS}
+        for b in self.bindings:
+            for hook in _overrides(type(b)):
+                self.hooks[hook].append(b)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -167,6 +170,11 @@ class DeploymentState(_Slots):
             del self._held[(rep.cluster, rep.index)]
             self._add(rep)
 
+    def replicas_on(self, cluster: str) -> int:
+        """Replicas it has on `cluster` now (kept and placed)."""
+        taken = self._taken.get(cluster)
+        return len(taken) if taken else 0
+
     def take_index(self, cluster: str) -> int:
         """The lowest index this deployment does not use on `cluster`, now taken."""
         taken = self._taken.setdefault(cluster, set())
@@ -210,6 +218,7 @@ class Cycle(_Slots):
         # how many times fill charged each cluster: an explanation holds while this does not
         # change, so (cluster, charges, engines) -> why is worked out once (plugins.device_fit)
         self.charged: dict[str, int] = {}
+        self.commits = 0                         # replicas fill has placed (any cluster)
         self.explanations: dict[tuple[str, int, int], Reason] = {}
         self._engine_ids: dict[tuple[object, ...], int] = {}
         self._refusing: dict[tuple[object, ...], set[str]] = {}
@@ -218,6 +227,7 @@ class Cycle(_Slots):
         self._options: dict[tuple[int, int], list[EngineOptions]] = {}
         self._demands: dict[tuple[int, int], tuple[object, ...]] = {}
         self._filtered: dict[tuple[object, ...], Filtered] = {}
+        self._filter_answers: dict[tuple[str, Hashable], dict[str, Reason | None]] = {}
 
     @property
     def unit(self) -> str:
@@ -256,6 +266,14 @@ class Cycle(_Slots):
             hit = self._refusing[demand] = set()
         return hit
 
+    def _answers(self, binding: Binding) -> dict[str, Reason | None]:
+        """One filter's answer per cluster, shared by every deployment its key is equal for."""
+        key = (binding.name, binding.key)
+        hit = self._filter_answers.get(key)
+        if hit is None:
+            hit = self._filter_answers[key] = {}
+        return hit
+
     def filtered(self, st: DeploymentState) -> Filtered:
         filters = st.hooks["filter"]
         key = tuple((b.name, b.key) for b in filters)
@@ -264,12 +282,15 @@ class Cycle(_Slots):
             reasons: dict[str, Reason] = {}
             not_candidate: dict[str, Reason] = {}
             candidates: list[ClusterView] = []
+            answers = [self._answers(b) for b in filters]
             for name, cluster in self.clusters.items():
                 first = None
-                for b in filters:
+                for b, answer in zip(filters, answers, strict=True):
                     if first is not None and not b.candidate:
                         continue            # refused already; only candidacy is left to tell
-                    why = b.filter(cluster)
+                    why = answer.get(name, _UNASKED)
+                    if why is _UNASKED:
+                        why = answer[name] = b.filter(cluster)
                     if why is None:
                         continue
                     if first is None:
@@ -282,6 +303,9 @@ class Cycle(_Slots):
             hit = self._filtered[key] = Filtered(key, reasons, not_candidate, candidates,
                                                  [c.name for c in candidates if c.name not in reasons])
         return hit
+
+
+_UNASKED = Reason("", "", "")
 
 
 @dataclass
@@ -384,7 +408,17 @@ HOOKS = ("desired", "filter", "keep", "begin", "admit", "refuses_already", "scor
 
 def implements(binding: Binding, hook: str) -> bool:
     """Whether the binding's plugin overrides `hook` (the cycle skips hooks nobody uses)."""
-    return getattr(type(binding), hook) is not getattr(Binding, hook)
+    return hook in _overrides(type(binding))
+
+
+_OVERRIDES: dict[type[Binding], frozenset[str]] = {}
+
+
+def _overrides(plugin: type[Binding]) -> frozenset[str]:
+    hit = _OVERRIDES.get(plugin)
+    if hit is None:
+        hit = _OVERRIDES[plugin] = frozenset(h for h in HOOKS if getattr(plugin, h) is not getattr(Binding, h))
+    return hit
 
 
 # A plugin: a Binding subclass (its `name` and `bind`), listed in plugins.REGISTRY.

@@ -74,12 +74,21 @@ class Assessor:
     # one template in the same state share the answer, across deployments of one shape
     _plans: dict[tuple[object, ...], int | None] = field(default_factory=dict)   # None: never fits
     _states: dict[str, tuple[object, ...]] = field(default_factory=dict)        # cluster -> its pools' states
+    _verdict_memo: dict[tuple[object, ...], list[Feasibility]] = field(default_factory=dict)
+    _keep: list[object] = field(default_factory=list)
 
     def assess(self, st: DeploymentState) -> list[Unplaced]:
         unplaced = st.unplaced
         if not unplaced or st.shape.invalid:
             return unplaced
-        verdicts = self._verdicts(st, len(unplaced), unplaced[0].reasons)
+        reasons = unplaced[0].reasons
+        # Deployments the fill explained with one shared reasons dict (same filters, same
+        # engines, same states) get the same verdicts: assessed once.
+        key = (id(reasons), self.cycle.filtered(st).key, st.engines_id, st.policy.budgets, len(unplaced))
+        verdicts = self._verdict_memo.get(key)
+        if verdicts is None:
+            verdicts = self._verdict_memo[key] = self._verdicts(st, len(unplaced), reasons)
+            self._keep.append(reasons)          # the id in the key stays this dict's
         return [replace(u, feasibility=v) for u, v in zip(unplaced, verdicts, strict=True)]
 
     # -- the three verdicts ---------------------------------------------------------

@@ -75,13 +75,13 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
     scorers = hooks(st, "score")
     queue: ClusterQueue
     if len(scorers) == 1 and isinstance(scorers[0], SpreadBeforePack):
-        skips, refuses = None, None
         if knowers and not admitters:       # nothing may refuse before the knowers: skip in bulk
-            skips = _skip_list(cycle, filtered, knowers)
-            refuses = _refuses(knowers, clusters)
-        queue = scorers[0].queue(filtered.open, skips, refuses)
+            queue = scorers[0].queue(filtered.open, _skip_list(cycle, filtered, knowers), _refuses(knowers, clusters))
+            knowers_here: list[Binding] = []   # the queue asked them already
+        else:
+            queue, knowers_here = scorers[0].queue(filtered.open), knowers
     else:
-        queue = ScoredQueue(filtered.open, st, scorers, clusters)
+        queue, knowers_here = ScoredQueue(filtered.open, st, scorers, clusters), knowers
     refused = st.refused
     known: dict[str, Binding] = {}          # refused, says a plugin that knows without trying
     while missing and (name := queue.best()) is not None:
@@ -93,7 +93,7 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
                 break
         if why is None:
             knower = None
-            for k in knowers:
+            for k in knowers_here:
                 if k.refuses_already(cluster):
                     knower = k
                     break
@@ -111,13 +111,34 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
     if missing:
         for b in hooks(st, "unplaced"):
             b.unplaced(missing)
-        for name in filtered.open:              # stepped over in bulk, or skipped one by one
-            if name not in refused:
-                knower = known.get(name) or next(k for k in knowers if k.refuses_already(clusters[name]))
-                refused[name] = knower.explain(clusters[name])   # once per distinct state (device fit)
-        reasons = {name: filtered.reasons.get(name) or resolve(refused.get(name, _REJECTED)) for name in clusters}
+        reasons = _explain(cycle, st, filtered, knowers, known, shared=not admitters and all(
+            b in knowers for b in reservers if b.reserve_refuses))
         first = len(st.retained) + len(st.placed) - st.surge
         st.unplaced = [Unplaced(first + i, reasons) for i in range(missing)]
+
+
+EXPLAINED = Key[dict[tuple[object, ...], dict[str, Reason]]]("fill.explained")
+
+
+def _explain(cycle: Cycle, st: DeploymentState, filtered: Filtered, knowers: list[Binding],
+             known: dict[str, Binding], *, shared: bool) -> dict[str, Reason]:
+    """Every cluster's first reason, for the replicas a fill left unplaced. When all its
+    refusals come from filters and from plugins that know refusals by key (`shared`), two
+    deployments alike see the same reasons while no placement happened in between: the
+    dict is worked out once and shared (an oversubscribed fleet has hundreds of such)."""
+    key = (filtered.key, *((k.name, k.refuses_key) for k in knowers), cycle.commits)
+    memo = cycle.get(EXPLAINED) or cycle.put(EXPLAINED, {})
+    if shared and key in memo:
+        return memo[key]
+    clusters, refused = cycle.clusters, st.refused
+    for name in filtered.open:              # stepped over in bulk, or skipped one by one
+        if name not in refused:
+            knower = known.get(name) or next(k for k in knowers if k.refuses_already(clusters[name]))
+            refused[name] = knower.explain(clusters[name])   # once per distinct state (device fit)
+    reasons = {name: filtered.reasons.get(name) or resolve(refused.get(name, _REJECTED)) for name in clusters}
+    if shared:
+        memo[key] = reasons
+    return reasons
 
 
 SKIPS = Key[dict[tuple[object, ...], SkipList]]("fill")
@@ -156,23 +177,26 @@ def reserve(cycle: Cycle, st: DeploymentState, cluster: ClusterView, reservers: 
     if direct is None:
         direct = _direct(reservers)
     r = Reservation(cluster, cycle.ledger if direct and commit else Trial(cycle.ledger))
-    for i, b in enumerate(reservers):
+    for done, b in enumerate(reservers):
         why = b.reserve(r)
         if why is not None:
-            for d in reversed(reservers[:i]):
+            for d in reversed(reservers[:done]):
                 d.unreserve(r)
             return None, why
-    if r.engines is None:
+    engines = r.engines
+    if engines is None:
         raise AssertionError("no reserve hook placed the engines (device-fit is not registered)")
     if not commit:
         for d in reversed(reservers):
             d.unreserve(r)
-        return PlacedReplica("", -1, cluster.name, r.engines), None
-    if isinstance(r.ledger, Trial):
-        r.ledger.commit()
-    cycle.charged[cluster.name] = cycle.charged.get(cluster.name, 0) + 1
-    index = st.take_index(cluster.name)
-    replica = PlacedReplica(replica_name(st.shape.name, cluster.name, index), index, cluster.name, r.engines)
+        return PlacedReplica("", -1, cluster.name, engines), None
+    if not direct:
+        r.ledger.commit()   # type: ignore[union-attr]  # a Trial whenever not direct
+    name = cluster.name
+    cycle.commits += 1
+    cycle.charged[name] = cycle.charged.get(name, 0) + 1
+    index = st.take_index(name)
+    replica = PlacedReplica(replica_name(st.shape.name, name, index), index, name, engines)
     st.place(replica)
     return replica, None
 

@@ -51,6 +51,8 @@ class EngineOptions:
     matches: dict[str, tuple[MemberMatch | NoMatch, ...]] = field(default_factory=dict)
     claimable: tuple[bool, ...] = ()
     error: Reason | None = None     # no member can claim anything: never placeable here
+    # member pools -> the (immutable) placement: every replica placed alike shares one
+    placed: dict[tuple[str, ...], EnginePlacement] = field(default_factory=dict)
     details: list[str] = field(default_factory=list)   # why each non-host pool fails
 
     def member_fits_pool(self, mi: int, pool: PoolView) -> MemberMatch | None:
@@ -148,6 +150,14 @@ def _span(opts: EngineOptions, cluster: str, trial: Trial | Ledger,
     return tuple(pools), None
 
 
+def _placement(opts: EngineOptions, member_pools: tuple[str, ...]) -> EnginePlacement:
+    hit = opts.placed.get(member_pools)
+    if hit is None:
+        hit = opts.placed[member_pools] = EnginePlacement(_engine_pool(opts, member_pools), member_pools,
+                                                          _requests(opts, member_pools))
+    return hit
+
+
 def _engine_pool(opts: EngineOptions, member_pools: tuple[str, ...]) -> str:
     for mi, pool in enumerate(member_pools):
         if opts.claimable[mi]:
@@ -164,15 +174,13 @@ def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit:
     for pool, usages in opts.hosts:
         short = trial.state((cluster, pool.name)).try_take(usages)
         if short == 0:
-            pools = (pool.name,) * len(engine.members)
-            return EnginePlacement(pool.name, pools, _requests(opts, pools)), None
+            return _placement(opts, (pool.name,) * len(engine.members)), None
         if shortest is None or short < shortest[0]:
             shortest = (short, pool.name)
     for group in opts.groups:
         member_pools, span_short = _span(opts, cluster, trial, group)
         if member_pools is not None:
-            return EnginePlacement(_engine_pool(opts, member_pools), member_pools,
-                                   _requests(opts, member_pools)), None
+            return _placement(opts, member_pools), None
         if span_short is not None and (shortest is None or span_short[0] < shortest[0]):
             shortest = span_short
     if shortest is not None:

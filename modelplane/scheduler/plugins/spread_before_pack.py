@@ -21,41 +21,28 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Self
 
-from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Reservation
-from modelplane.scheduler.reasons import Reason
+from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState
 from modelplane.scheduler.shape import ClusterView
 
 
 class SpreadBeforePack(Binding):
     name = "spread-before-pack"
-    reserve_refuses = False
 
     def __init__(self, st: DeploymentState) -> None:
         self.st = st
-        self.load: Counter[str] = Counter()
 
     @classmethod
     def bind(cls, cycle: Cycle, st: DeploymentState) -> Self | None:  # noqa: ARG003 - the cycle is not needed
         return cls(st)
 
-    def begin(self) -> None:
-        self.load = Counter(r.cluster for r in self.st.current)
-
     def score(self, cluster: ClusterView) -> int:
-        return self.load.get(cluster.name, 0)
-
-    def reserve(self, r: Reservation) -> Reason | None:
-        self.load[r.cluster.name] += 1
-        return None
-
-    def unreserve(self, r: Reservation) -> None:
-        self.load[r.cluster.name] -= 1
+        return self.st.replicas_on(cluster.name)
 
     def queue(self, names: list[str], skips: SkipList | None = None,
               refuses: Callable[[str], bool] | None = None) -> SpreadQueue:
         """The fill's order when this is the only score; `skips` with `refuses` steps over
         clusters known to refuse without handing them to the fill."""
-        return SpreadQueue(names, self.load, skips, refuses)
+        return SpreadQueue(names, Counter(r.cluster for r in self.st.current), skips, refuses)
 
 
 class SkipList:
@@ -95,20 +82,32 @@ class SpreadQueue:
         self._best: tuple[int, str] | None = None
 
     def best(self) -> str | None:
-        names, skips, refuses = self._names, self._skips, self._refuses
+        """The best cluster (None when none is left). Every cluster without a replica of
+        the deployment weighs less than any with one, so those come first, by name."""
+        names, skips, refuses, loaded = self._names, self._skips, self._refuses, self._loaded
+        end = len(names)
+        i = self._next
         while True:
             if skips is not None and refuses is not None:
-                self._next = skips.find(self._next, refuses)
-            if self._next < len(names) and names[self._next] in self._loaded:
-                self._next += 1
+                i = skips.find(i, refuses)
+            if i < end and names[i] in loaded:
+                i += 1
                 continue
             break
-        fresh = (0, self._names[self._next]) if self._next < len(self._names) else None
-        if fresh is not None and (not self._heap or fresh < self._heap[0]):
-            self._best = fresh
-        else:
-            self._best = self._heap[0] if self._heap else None
+        self._next = i
+        if i < end:
+            self._best = (0, names[i])
+            return names[i]
+        heap = self._heap
+        while heap and refuses is not None and refuses(heap[0][1]):
+            heapq.heappop(heap)                 # known to refuse: never handed out
+        self._best = heap[0] if heap else None
         return self._best[1] if self._best is not None else None
+
+    @property
+    def screens(self) -> bool:
+        """Whether every cluster it hands out has been checked with `refuses`."""
+        return self._refuses is not None
 
     def drop(self, name: str) -> None:
         """`name` (the best) takes no more replicas of this deployment."""
