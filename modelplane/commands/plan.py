@@ -62,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
     # would rescan it again and again (most of the time `plan --json` spent serialising).
     with gc_paused():
         placement = place_fleet(fleet, previous=previous, accounting=args.accounting, observed=observed)
-        # Compact: the C encoder; `indent` switches json to its pure-Python encoder (5x slower).
-        text = (json.dumps(placement.to_json(), separators=(",", ":")) + "\n" if args.json
-                else format_table(placement, args.accounting))
+        # Compact (the C encoder; `indent` switches json to its pure-Python one, 5x slower).
+        text = placement.to_json_text() + "\n" if args.json else format_table(placement, args.accounting)
     return _write(text)
 
 

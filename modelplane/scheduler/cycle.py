@@ -227,7 +227,7 @@ class Cycle(_Slots):
         self._options: dict[tuple[int, int], list[EngineOptions]] = {}
         self._demands: dict[tuple[int, int], tuple[object, ...]] = {}
         self._filtered: dict[tuple[object, ...], Filtered] = {}
-        self._filter_answers: dict[tuple[str, Hashable], dict[str, Reason | None]] = {}
+        self._filter_refusals: dict[tuple[str, Hashable], dict[str, Reason]] = {}
 
     @property
     def unit(self) -> str:
@@ -266,46 +266,37 @@ class Cycle(_Slots):
             hit = self._refusing[demand] = set()
         return hit
 
-    def _answers(self, binding: Binding) -> dict[str, Reason | None]:
-        """One filter's answer per cluster, shared by every deployment its key is equal for."""
+    def _refusals(self, binding: Binding) -> dict[str, Reason]:
+        """One filter's refusals (cluster -> reason, in cluster order), asked once per
+        cluster and shared by every deployment the filter's key is equal for."""
         key = (binding.name, binding.key)
-        hit = self._filter_answers.get(key)
+        hit = self._filter_refusals.get(key)
         if hit is None:
-            hit = self._filter_answers[key] = {}
+            hit = self._filter_refusals[key] = {
+                name: why for name, cluster in self.clusters.items() if (why := binding.filter(cluster)) is not None}
         return hit
 
     def filtered(self, st: DeploymentState) -> Filtered:
+        """Every cluster's first filter refusal for `st` (registry order), its candidates
+        (no candidate filter refuses them) and its open clusters (no filter does)."""
         filters = st.hooks["filter"]
         key = tuple((b.name, b.key) for b in filters)
         hit = self._filtered.get(key)
         if hit is None:
             reasons: dict[str, Reason] = {}
             not_candidate: dict[str, Reason] = {}
-            candidates: list[ClusterView] = []
-            answers = [self._answers(b) for b in filters]
-            for name, cluster in self.clusters.items():
-                first = None
-                for b, answer in zip(filters, answers, strict=True):
-                    if first is not None and not b.candidate:
-                        continue            # refused already; only candidacy is left to tell
-                    why = answer.get(name, _UNASKED)
-                    if why is _UNASKED:
-                        why = answer[name] = b.filter(cluster)
-                    if why is None:
-                        continue
-                    if first is None:
-                        first = reasons[name] = why
+            for b in filters:
+                for name, why in self._refusals(b).items():
+                    reasons.setdefault(name, why)
                     if b.candidate:
-                        not_candidate[name] = why
-                        break
-                if name not in not_candidate:
-                    candidates.append(cluster)
-            hit = self._filtered[key] = Filtered(key, reasons, not_candidate, candidates,
-                                                 [c.name for c in candidates if c.name not in reasons])
+                        not_candidate.setdefault(name, why)
+            reasons = {name: reasons[name] for name in self.clusters if name in reasons}   # cluster order
+            hit = self._filtered[key] = Filtered(
+                key, reasons, not_candidate, [c for c in self.clusters.values() if c.name not in not_candidate],
+                [name for name in self.clusters if name not in reasons])
         return hit
 
 
-_UNASKED = Reason("", "", "")
 
 
 @dataclass

@@ -31,6 +31,7 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
     """Every deployment: replicas placed of desired, conditions, each replica's cluster and
     engine pools, previous replicas not kept, and why each cluster refused the rest."""
     out = [f"accounting: {accounting}"]
+    lines: dict[int, list[str]] = {}     # reasons mappings deployments refused alike share
     if not placement.deployments:
         out.append("no ModelDeployments")
     for d in placement.deployments:
@@ -52,7 +53,9 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
                 out.append(f"    refused as #{first.index}")
                 continue
             first = u
-            out += [f"    {line}" for line in refusals(u.reasons)]
+            if id(u.reasons) not in lines:
+                lines[id(u.reasons)] = [f"    {line}" for line in refusals(u.reasons)]
+            out += lines[id(u.reasons)]
     out += policy_report.budget_lines(placement)
     return "\n".join(out) + "\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from modelplane.api import Fleet, ModelDeployment, NodePool
@@ -123,22 +123,21 @@ def _labels(mapping: Any) -> tuple[tuple[str, str], ...]:
 
 
 def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment) -> DeploymentShape:
+    """The deployment as the scheduler sees it (the loader validated every field read here)."""
     namespace, name = key
-    spec = _get(dep, "spec", "template", "spec")
+    spec = dep.spec.template.spec
     engines = []
     invalid = None
-    for engine in _get(spec, "engines", default=[]):
-        copies = _get(engine, "copies", default=1) or 1
+    for engine in spec.engines:
+        copies = engine.copies or 1
         members = []
-        for mi, member in enumerate(_get(engine, "members", default=[])):
-            role = _get(member, "role", default="Standalone") or "Standalone"
-            pods = _get(member, "worker", "nodes", default=1) if role == "Worker" else 1
+        for mi, member in enumerate(engine.members):
+            role = member.role or "Standalone"
+            pods = member.worker.nodes if role == "Worker" and member.worker is not None else 1
             requests = []
-            for dev in _get(member, "node_selector", "devices", default=[]):
-                cels = tuple(s.cel for s in (_get(dev, "selectors", default=[]))
-                             if getattr(s, "cel", None))
-                requests.append(RequestShape(_get(dev, "name", default=""),
-                                             _get(dev, "count", default=1) or 1, cels))
+            for dev in member.node_selector.devices if member.node_selector is not None else []:
+                cels = tuple(s.cel for s in dev.selectors if s.cel)
+                requests.append(RequestShape(dev.name, dev.count or 1, cels))
                 if invalid is None:
                     err = _compile_error(cels)
                     if err is not None:
@@ -148,27 +147,19 @@ def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment)
             members.append(MemberShape(mi, role, max(1, int(pods)), int(copies), tuple(requests)))
         engines.append(EngineShape(engine.name, int(copies), tuple(members)))
 
-    cache_name = _get(spec, "model_cache_ref", "name")
+    cache_name = spec.model_cache_ref.name if spec.model_cache_ref is not None else None
     cache_selector: Labels = ()
     if cache_name:
         cache = fleet.caches.get((namespace, cache_name))
         cache_selector = _labels(_get(cache, "spec", "cluster_selector", "match_labels"))
-
-    tolerations = tuple(
-        Toleration(
-            key=_get(t, "key", default=""),
-            operator=_get(t, "operator", default="Equal") or "Equal",
-            value=_get(t, "value", default=""),
-            effect=_get(t, "effect", default=""),
-        )
-        for t in _get(spec, "tolerations", default=[])
-    )
+    tolerations = tuple(Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "",
+                                   effect=t.effect or "") for t in spec.tolerations)
     return DeploymentShape(
         namespace=namespace,
         name=name,
-        desired=_nonneg(_get(dep, "spec", "replicas", default=0)),
+        desired=_nonneg(dep.spec.replicas),
         engines=tuple(engines),
-        selector=_labels(_get(spec, "cluster_selector", "match_labels")),
+        selector=_labels(spec.cluster_selector.match_labels if spec.cluster_selector is not None else None),
         cache_name=cache_name,
         cache_selector=cache_selector,
         tolerations=tolerations,
@@ -176,7 +167,9 @@ def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment)
     )
 
 
+@lru_cache(maxsize=4096)
 def _compile_error(cels: tuple[str, ...]) -> str | None:
+    """Why one of the selectors does not compile, or None; once per distinct set."""
     # Deferred: importing modelplane.cel (cel-python, lark and its grammar) costs ~0.16 s, which
     # loading manifests and planning without a selector to compile need not pay.
     from modelplane import cel

@@ -56,3 +56,26 @@ def test_what_an_older_document_carries_into_the_next_plan_is_read_the_same() ->
     engine = old.deployments[0].replicas[0].engines["mock"]
     assert (engine.pool, engine.member_pools, engine.requests) == ("gpu", (), ())
     assert engine.pools_for(2) == ("gpu", "gpu")
+
+
+def test_the_json_text_plan_prints_is_json_dumps_of_the_placement():
+    """`FleetPlacement.to_json_text` encodes the reasons deployments share once; it must
+    print exactly what json.dumps of `to_json()` prints, on fleets where many share."""
+    import sys
+
+    from modelplane.api import load_documents
+    from modelplane.scheduler import place_fleet
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    try:
+        import oversubscribed_fleet
+    finally:
+        sys.path.pop(0)
+    for accounting in ("Device", "Node"):
+        placement = place_fleet(load_documents(oversubscribed_fleet.fleet(30, 40)), accounting=accounting)
+        shared = [d.unplaced[0].reasons for d in placement.deployments if d.unplaced]
+        assert len({id(r) for r in shared}) < len(shared), "no deployments share their reasons here"
+        assert placement.to_json_text() == json.dumps(placement.to_json(), separators=(",", ":"))
+    for path in PLANS:
+        placement = FleetPlacement.from_json(json.loads(path.read_text()))
+        assert placement.to_json_text() + "\n" == path.read_text()
