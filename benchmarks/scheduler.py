@@ -18,7 +18,8 @@ separate run.
 REV (exported with `git archive` into a temporary directory), alternating the two, and
 says whether both placed the fleet byte for byte alike.
 
-`--e2e`: `python -m modelplane plan` and `plan --json`, process start to last byte, on
+`--e2e`: `python -m modelplane plan` and `plan --json`, process start to last byte (wall
+and CPU seconds), on
 the scale benchmark's 1,000-cluster fleet (benchmarks/scale_fleet.py, sized at 1.25x its
 demand) and on an oversubscribed one (benchmarks/oversubscribed_fleet.py: demand 1.3x
 capacity, shapes that fit nowhere, somewhere and everywhere), each against a fresh
@@ -173,7 +174,7 @@ def grid(args: argparse.Namespace, roots: dict[str, Path], work: Path) -> None:
           "each in a fresh process" + (f"; trees: {', '.join(labels)}" if len(labels) > 1 else ""))
     head = f"{'mode':<7}{'clusters':>9}{'replicas':>9}{'deps':>6}{'placed':>8}{'seconds':>10}{'peak MiB':>10}"
     if len(labels) > 1:
-        head += f"{labels[1] + ' s':>12}{'new/old':>9}  same placement / JSON"
+        head += f"{labels[1] + ' s':>12}{'MiB':>7}{'new/old':>9}  same placement / JSON"
     print(head)
     for mode in modes:
         for clusters, replicas in points:
@@ -184,7 +185,7 @@ def grid(args: argparse.Namespace, roots: dict[str, Path], work: Path) -> None:
                     f"{new['seconds']:>10.3f}{new['peak'] / 2**20:>10.1f}")
             if len(labels) > 1:
                 old = got[labels[1]]
-                line += (f"{old['seconds']:>12.3f}{new['seconds'] / old['seconds']:>9.2f}  "
+                line += (f"{old['seconds']:>12.3f}{old['peak'] / 2**20:>7.1f}{new['seconds'] / old['seconds']:>9.2f}  "
                          f"{'yes' if new['replicas'] == old['replicas'] else 'NO'} / "
                          f"{'yes' if new['json'] == old['json'] else 'no'}")
             print(line, flush=True)
@@ -195,11 +196,12 @@ def e2e(args: argparse.Namespace, roots: dict[str, Path], work: Path) -> None:
               "oversubscribed (1.3x)": oversubscribed_fleet.fleet(args.e2e_clusters, args.e2e_clusters)}
     print(f"\nplan end to end, {args.e2e_clusters} clusters x {args.e2e_clusters * 10} replicas; best of "
           f"{args.repeat} fresh processes per figure, the trees alternating; x parse: / the libyaml floor")
-    print(f"{'fleet':<24}{'what':<24}{'seconds':>9}{'x parse':>9}{'RSS MiB':>9}{'out MB':>8}  goal")
+    print(f"{'fleet':<24}{'what':<24}{'seconds':>9}{'x parse':>9}{'CPU s':>8}{'x parse':>9}{'RSS MiB':>9}"
+          f"{'out MB':>8}  goal")
     for name, docs in fleets.items():
         directory = work / name.split()[0]
         scale_fleet.write(docs, directory)
-        runs: dict[str, list[scale_plan.Timed]] = {}
+        runs: dict[str, list[tuple[scale_plan.Timed, float]]] = {}
         sizes: dict[str, int] = {}
         commands = {"libyaml parse only": (REPO, [sys.executable, "-c", scale_plan.PARSE_ONLY, str(directory)])}
         for label, root in roots.items():
@@ -211,22 +213,25 @@ def e2e(args: argparse.Namespace, roots: dict[str, Path], work: Path) -> None:
                 out = work / "out"
                 runs.setdefault(what, []).append(_timed(root, argv, out))
                 sizes[what] = out.stat().st_size
-        floor = min(t.seconds for t in runs["libyaml parse only"])
+        floor = min(t.seconds for t, _ in runs["libyaml parse only"])
+        floor_cpu = min(cpu for _, cpu in runs["libyaml parse only"])
         for what, timed in runs.items():
-            seconds = min(t.seconds for t in timed)
+            seconds, cpu = min(t.seconds for t, _ in timed), min(c for _, c in timed)
             ratio = seconds / floor
             goal = ""
             if what.startswith("plan") and what.endswith(f"({next(iter(roots))})"):
                 goal = f"<= {E2E_GOAL}x: {'met' if ratio <= E2E_GOAL else 'NOT met'}"
-            print(f"{name:<24}{what:<24}{seconds:>9.2f}{ratio:>9.2f}{max(t.peak_rss for t in timed) / 2**20:>9.0f}"
-                  f"{sizes[what] / 1e6:>8.1f}  {goal}", flush=True)
+            print(f"{name:<24}{what:<24}{seconds:>9.2f}{ratio:>9.2f}{cpu:>8.2f}{cpu / floor_cpu:>9.2f}"
+                  f"{max(t.peak_rss for t, _ in timed) / 2**20:>9.0f}{sizes[what] / 1e6:>8.1f}  {goal}", flush=True)
 
 
-def _timed(root: Path, argv: list[str], stdout: Path) -> scale_plan.Timed:
+def _timed(root: Path, argv: list[str], stdout: Path) -> tuple[scale_plan.Timed, float]:
+    """Wall time from spawn to exit and peak RSS, and the CPU seconds the process used
+    (less disturbed than wall time by the other work of a shared machine)."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     with stdout.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, cwd=root, env=env)
         start = scale_plan.time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.PIPE, cwd=root, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = scale_plan.time.perf_counter() - start
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
@@ -234,7 +239,7 @@ def _timed(root: Path, argv: list[str], stdout: Path) -> scale_plan.Timed:
         proc.stderr.close()
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {err[-2000:]}")
-    return scale_plan.Timed(seconds, usage.ru_maxrss * 1024)
+    return scale_plan.Timed(seconds, usage.ru_maxrss * 1024), usage.ru_utime + usage.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,26 +71,29 @@ __all__ = [
 
 def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = DEFAULT_ACCOUNTING,
                 observed: ObservedCapacity | None = None, selector_cache: SelectorCache | None = None,
-                outages: Mapping[str, Outage] | None = None) -> FleetPlacement:
+                outages: Mapping[str, Outage] | None = None,
+                inputs: Mapping[str, object] | None = None) -> FleetPlacement:
     # Placement allocates many small, short-lived objects while the loaded fleet (a million
     # objects at 1,000 clusters) sits in the oldest generation, which every full collection
     # rescans; nothing placement builds is cyclic, so the collector waits until it ends.
     with gc_paused():
-        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages)[0]
+        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages, inputs)[0]
 
 
 def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None,
                             accounting: str = DEFAULT_ACCOUNTING,
                             observed: ObservedCapacity | None = None,
                             selector_cache: SelectorCache | None = None,
-                            outages: Mapping[str, Outage] | None = None) -> tuple[FleetPlacement, Ledger]:
+                            outages: Mapping[str, Outage] | None = None,
+                            inputs: Mapping[str, object] | None = None) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
     and reports can audit it. `outages`: clusters that take no new replica, and those whose
-    replicas are re-placed elsewhere (scheduler.failover)."""
+    replicas are re-placed elsewhere (scheduler.failover). `inputs`: a plugin's own input
+    by its name (`Cycle.inputs`), for rules decided outside such as an autoscaler's counts."""
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
     cycle = pipeline.start(fleet, Matcher(_selector_cache(selector_cache)), accounting, previous, observed,
-                           outages or {})
+                           outages or {}, inputs)
     pipeline.run(cycle)
     return cycle.placement(), cycle.ledger
 

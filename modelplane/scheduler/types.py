@@ -4,7 +4,6 @@ read back with the one set of field readers (jsonfields)."""
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -256,21 +255,33 @@ class FleetPlacement:
     def to_json_text(self) -> str:
         """`json.dumps(self.to_json(), separators=(",", ":"))`, byte for byte, faster: the
         scheduler shares one reasons mapping between deployments refused alike (hundreds
-        on an oversubscribed fleet, most of its JSON), so each is encoded once and spliced
-        in where a one-off placeholder stands."""
+        on an oversubscribed fleet, most of its JSON), so each shared one is encoded once
+        and spliced in where a one-off placeholder stands."""
+        uses: dict[int, int] = {}
+        for d in self.deployments:
+            if d.unplaced:
+                uses[id(d.unplaced[0].reasons)] = uses.get(id(d.unplaced[0].reasons), 0) + 1
+        if all(n == 1 for n in uses.values()):
+            return json.dumps(self.to_json(), separators=(",", ":"))
         nonce = secrets.token_hex(8)
         texts: list[str] = []
-        seen: dict[int, str] = {}
+        marks: dict[int, str] = {}
 
-        def once(mapping: Mapping[str, Reason]) -> str:
-            mark = seen.get(id(mapping))
+        def once(mapping: Mapping[str, Reason]) -> object:
+            if uses.get(id(mapping), 0) < 2:
+                return dict(mapping)
+            mark = marks.get(id(mapping))
             if mark is None:
-                mark = seen[id(mapping)] = f"\x00{nonce}{len(texts)}\x00"
+                mark = marks[id(mapping)] = f"\x00{nonce}{len(texts)}\x00"
                 texts.append(json.dumps(dict(mapping), separators=(",", ":")))
             return mark
 
-        text = json.dumps(self.to_json(once), separators=(",", ":"))
-        return re.sub(rf'"\\u0000{nonce}(\d+)\\u0000"', lambda m: texts[int(m.group(1))], text)
+        pieces = json.dumps(self.to_json(once), separators=(",", ":")).split(f'"\\u0000{nonce}')
+        out = [pieces[0]]
+        for piece in pieces[1:]:            # "<n>\u0000" then the rest of the document
+            n, rest = piece.split('\\u0000"', 1)
+            out += (texts[int(n)], rest)
+        return "".join(out)
 
     @classmethod
     def from_json(cls, data: Any) -> FleetPlacement:
