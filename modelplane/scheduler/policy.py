@@ -9,10 +9,9 @@ from modelplane.api import Fleet, ModelDeployment
 from modelplane.api.placement import FleetBudget
 from modelplane.vocabulary import CLUSTER_NAME_KEY
 
-from .shape import ClusterView
+from .shape import ClusterView, Labels, labels_of
 
 Key = tuple[str, str]
-Labels = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -76,10 +75,6 @@ class DeploymentPolicy:
 NO_POLICY = DeploymentPolicy()
 
 
-def _labels(mapping: dict[str, str] | None) -> Labels:
-    return tuple(sorted((mapping or {}).items()))
-
-
 def budget_rules(fleet: Fleet) -> dict[str, BudgetRule]:
     return {name: BudgetRule(name, b.spec.max_devices, frozenset(b.spec.device_class_names))
             for name, b in sorted(fleet.budgets.items())}
@@ -98,7 +93,7 @@ def compile_policy(fleet: Fleet, key: Key, dep: ModelDeployment) -> DeploymentPo
                        for c in block.spread_constraints)
         cp = block.cluster_preferences
         if cp is not None:
-            prefs = Preferences(tuple(Tier(t.name, _labels(t.cluster_selector.match_labels)) for t in cp.tiers),
+            prefs = Preferences(tuple(Tier(t.name, labels_of(t.cluster_selector.match_labels)) for t in cp.tiers),
                                 cp.return_after_plans, cp.max_moves_per_plan)
     budgets = tuple(name for name, b in sorted(fleet.budgets.items()) if _in_scope(b, key, dep))
     return DeploymentPolicy(spread, prefs, budgets)

@@ -25,20 +25,8 @@ Labels = tuple[tuple[str, str], ...]
 Signature = tuple[tuple[str, str, str | None], ...]
 
 
-def _get(obj: Any, *path: str, default: Any = None) -> Any:
-    for name in path:
-        if obj is None:
-            return default
-        obj = getattr(obj, name, None)
-    return default if obj is None else obj
-
-
-def _nonneg(value: Any) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return 0
-    return n if n > 0 else 0
+def _nonneg(value: int | None) -> int:
+    return value if value is not None and value > 0 else 0
 
 
 # ---------------------------------------------------------------- deployments
@@ -116,7 +104,8 @@ class DeploymentShape:
         return next((e for e in self.engines if e.name == name), None)
 
 
-def _labels(mapping: Any) -> tuple[tuple[str, str], ...]:
+def labels_of(mapping: Any) -> Labels:
+    """matchLabels (or any label mapping) as sorted (key, value) pairs."""
     if not mapping:
         return ()
     return tuple(sorted((str(k), "" if v is None else str(v)) for k, v in dict(mapping).items()))
@@ -151,7 +140,8 @@ def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment)
     cache_selector: Labels = ()
     if cache_name:
         cache = fleet.caches.get((namespace, cache_name))
-        cache_selector = _labels(_get(cache, "spec", "cluster_selector", "match_labels"))
+        if cache is not None and cache.spec.cluster_selector is not None:
+            cache_selector = labels_of(cache.spec.cluster_selector.match_labels)
     tolerations = tuple(Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "",
                                    effect=t.effect or "") for t in spec.tolerations)
     return DeploymentShape(
@@ -159,7 +149,7 @@ def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment)
         name=name,
         desired=_nonneg(dep.spec.replicas),
         engines=tuple(engines),
-        selector=_labels(spec.cluster_selector.match_labels if spec.cluster_selector is not None else None),
+        selector=labels_of(spec.cluster_selector.match_labels if spec.cluster_selector is not None else None),
         cache_name=cache_name,
         cache_selector=cache_selector,
         tolerations=tolerations,
@@ -271,29 +261,19 @@ def compile_classes(fleet: Fleet, only: str | None = None) -> dict[str, ClassVie
     for name in sorted(fleet.classes):
         if only is not None and name != only:
             continue
-        devices = []
-        for d in _get(fleet.classes[name], "spec", "devices", default=[]):
-            attrs = {k: (v.raw() if hasattr(v, "raw") else v)
-                     for k, v in (_get(d, "attributes", default={}) or {}).items()}
-            caps = {k: (getattr(v, "value", v)) for k, v in (_get(d, "capacity", default={}) or {}).items()}
-            devices.append(DeviceKind(
-                name=d.name,
-                dra=(_get(d, "claim", default="DRA") or "DRA") == "DRA",
-                device_class_name=_get(d, "device_class_name"),
-                count=_nonneg(_get(d, "count", default=1)),
-                driver=_get(d, "driver", default=""),
-                attributes_raw=attrs,
-                capacity_raw=caps,
-            ))
+        devices = [DeviceKind(name=d.name, dra=d.claim == "DRA", device_class_name=d.device_class_name,
+                              count=_nonneg(d.count), driver=d.driver,
+                              attributes_raw={k: v.raw() for k, v in d.attributes.items()},
+                              capacity_raw={k: v.value for k, v in d.capacity.items()})
+                   for d in fleet.classes[name].spec.devices]
         classes[name] = ClassView(name, tuple(devices))
     return classes
 
 
 def declared_nodes(pool: NodePool) -> int:
-    max_nodes = _get(pool, "max_node_count")
-    if max_nodes:
-        return _nonneg(max_nodes)
-    return _nonneg(_get(pool, "node_count", default=1))
+    if pool.max_node_count:
+        return _nonneg(pool.max_node_count)
+    return _nonneg(pool.node_count)
 
 
 def _fit(free: tuple[tuple[int, ...], ...], kinds: int) -> tuple[tuple[int, ...], ...]:
@@ -314,8 +294,8 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
         ic = fleet.clusters[name]
         seen = observed.get(name) or {}
         pools = []
-        for p in _get(ic, "spec", "node_pools", default=[]):
-            cls = classes.get(_get(p, "class_name"))
+        for p in ic.spec.node_pools:
+            cls = classes.get(p.class_name) if p.class_name else None
             # A pool whose class is missing or empty is not published (semantics §1.2).
             if cls is None or not cls.devices:
                 continue
@@ -325,13 +305,9 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
                 nodes, free = value.nodes, _fit(value.free, len(cls.devices))
             else:
                 nodes = _nonneg(value) if p.name in seen else declared_nodes(p)
-            domain = _get(p, "fabric", "domain") or None
-            pools.append(PoolView(p.name, cls, nodes, domain, free))
-        taints = tuple(Taint(_get(t, "key", default=""), _get(t, "value", default=""),
-                             _get(t, "effect", default=""))
-                       for t in _get(ic, "spec", "taints", default=[]))
-        labels = {str(k): "" if v is None else str(v)
-                  for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
+            pools.append(PoolView(p.name, cls, nodes, p.fabric.domain or None, free))
+        taints = tuple(Taint(t.key, t.value or "", t.effect) for t in ic.spec.taints)
+        labels = dict(ic.metadata.labels)
         signature = tuple((p.name, p.cls.name, p.domain) for p in pools)
         clusters[name] = ClusterView(name, labels, taints, tuple(pools), signature, cache_storage_problem(ic),
                                      closed.get(name), signatures.setdefault(signature, len(signatures)))
