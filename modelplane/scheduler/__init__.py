@@ -139,4 +139,6 @@ def candidate_clusters(fleet: Fleet) -> dict[tuple[str, str], list[str]]:
     candidate filter refuses them (both selectors match and, when it uses a ModelCache,
     the cache can be staged there). The scheduler's own filter, before taints and capacity."""
     cycle = pipeline.start(fleet, Matcher(_selector_cache(None)), DEFAULT_ACCOUNTING, None, None, {})
-    return {st.key: [c.name for c in cycle.filtered(st).candidates] for st in cycle.deployments}
+    out = {st.key: [c.name for c in cycle.filtered(st).candidates] for st in cycle.deployments}
+    pipeline.release(cycle)
+    return out

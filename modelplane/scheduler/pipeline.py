@@ -66,4 +66,14 @@ def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacem
 def run(cycle: Cycle) -> Cycle:
     for stage in STAGES:
         stage.run(cycle)
+    return release(cycle)
+
+
+def release(cycle: Cycle) -> Cycle:
+    """Bindings point back at their cycle and deployment (and deferred reasons at their
+    binding): let go of them, so that nothing the pass built is cyclic and reference
+    counting frees it, with no collection scanning the loaded fleet to find it."""
+    for st in cycle.deployments:
+        st.bind(())
+        st.refused.clear()
     return cycle

@@ -102,11 +102,14 @@ def run_case(case: Case, work: Path) -> str:
 # ------------------------------------------------------------------ generated fleets
 
 def _bench(name: str) -> object:
+    """A benchmark module (its generators), leaving sys.path as it was: benchmarks/ holds
+    modules named like packages of the repository (sim, loader)."""
+    saved = list(sys.path)
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         return __import__(name)
     finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
+        sys.path[:] = saved
 
 
 def generated() -> dict[str, Callable[[], list[dict]]]:
