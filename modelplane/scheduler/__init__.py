@@ -1,8 +1,8 @@
 """Fleet scheduler: where every replica of every ModelDeployment runs.
 
 `place_fleet` is a pure function of the fleet, the previous placement, observed pool
-sizes and cluster outages. One pass, one cycle state (scheduler.cycle), these stages in
-this order (scheduler.pipeline.STAGES):
+sizes and cluster outages. One pass, one cycle state (scheduler.cycle): compile
+(`pipeline.start`), then the stages of `pipeline.STAGES`, in this order:
 
  1. compile          — clusters (observed sizes, closed clusters), each deployment's
                        shape and policy, its plugin bindings (plugins.REGISTRY);

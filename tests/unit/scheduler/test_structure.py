@@ -190,3 +190,19 @@ def test_nothing_a_placement_builds_is_cyclic(example):
     finally:
         if enabled:
             gc.enable()
+
+
+def test_the_docs_state_the_pipeline_as_it_runs():
+    """The package docstring and docs/scheduler.md list the stages of pipeline.STAGES,
+    and the plugins of the registry, in the order they run."""
+    import modelplane.scheduler as scheduler
+    from modelplane.scheduler.pipeline import STAGES
+
+    names = ["compile", *(s.name for s in STAGES)]
+    docstring = scheduler.__doc__ or ""
+    listed = re.findall(r"^\s*\d+\. (\S.*?)\s+—", docstring, flags=re.M)
+    assert listed == names
+    table = re.findall(r"^\| \d+ \| ([^|]+?) \|", DOCS.read_text(), flags=re.M)
+    assert table == names
+    plugin_rows = re.findall(r"^\| `([a-z-]+)` \| [a-z_/(), ]+ \|", DOCS.read_text(), flags=re.M)
+    assert plugin_rows == [p.name for p in plugins.REGISTRY]
