@@ -321,6 +321,9 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
                 known = ", ".join(fleet.classes) or "none defined"
                 issue(cluster, f"spec.nodePools[{i}].className",
                       f"InferenceClass {pool.class_name!r} does not exist (known: {known}); add it or fix the name")
+    for budget in fleet.budgets.values():
+        for path, message in budget.unknown_device_classes(fleet.classes.values()):
+            issue(budget, path, message)
     for gateway in fleet.gateways.values():
         name = gateway.spec.cluster_name
         if name and name not in fleet.clusters:

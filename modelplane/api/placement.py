@@ -12,6 +12,7 @@ is how a manifest using them says so to a reference-only reader (docs/scheduler.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -25,6 +26,7 @@ from .common import (
     check_qualified_name,
     check_unique,
 )
+from .inference_class import InferenceClass
 
 # Not under modelplane.ai: that domain is the reference's, which may one day define a
 # kind of the same name. A group of our own makes the reference's API server answer
@@ -147,6 +149,20 @@ class FleetBudget(KindObject):
         if spec.namespaces and namespace not in spec.namespaces:
             return False
         return spec.deployment_selector is None or spec.deployment_selector.matches(labels)
+
+    def unknown_device_classes(self, classes: Iterable[InferenceClass]) -> list[tuple[str, str]]:
+        """(field path, message) for every `deviceClassNames` entry that no DRA device of the
+        fleet's InferenceClasses declares. Such a budget counts nothing: `maxDevices: 0`
+        with a typo in the class reported "0 of 0 devices used" and let everything place.
+        A budget fails closed, so the loader refuses it (docs/scheduler.md, FleetBudget)."""
+        in_use = sorted({d.device_class_name for c in classes for d in c.spec.devices
+                         if d.claim == "DRA" and d.device_class_name})
+        known = ", ".join(in_use) or "none: the fleet declares no DRA device"
+        return [(f"spec.deviceClassNames[{i}]",
+                 f"no InferenceClass of the fleet has a DRA device of DeviceClass {name!r} (in use: {known}), so "
+                 "this budget would count no device and limit nothing; fix the name, or remove it to count "
+                 "every DRA device")
+                for i, name in enumerate(self.spec.device_class_names) if name not in in_use]
 
 
 __all__ = [

@@ -1,35 +1,53 @@
 """Fleet scheduler: where every replica of every ModelDeployment runs.
 
-`place_fleet` is a pure function of the fleet, the previous placement and (optionally)
-observed pool sizes. One fleet-wide pass:
+`place_fleet` is a pure function of the fleet, the previous placement, observed pool
+sizes and cluster outages. One pass, one cycle state (scheduler.cycle): compile
+(`pipeline.start`), then the stages of `pipeline.STAGES`, in this order:
 
-1. retain   — every deployment keeps the previous replicas that still fit their pins;
-2. scale down — surplus replicas leave the most-loaded clusters first;
-3. ledger   — pool capacity minus everything kept, at each spec's current cost;
-4. fill     — deployments in (namespace, name) order, one replica at a time, onto the
-              eligible cluster with the fewest replicas of that deployment.
+ 1. compile          — clusters (observed sizes, closed clusters), each deployment's
+                       shape and policy, its plugin bindings (plugins.REGISTRY);
+ 2. retain           — previous replicas are kept if their cluster exists, no candidate
+                       filter refuses it, their identity is unique, and every `keep` hook
+                       agrees (taints: NoExecute evicts; device fit: pins still match);
+ 3. failover: set aside — replicas on evacuated clusters leave the count;
+ 4. preferences: settle moves — moves whose new replica is ready end;
+ 5. scale down       — surplus leaves: least preferred tier, most-loaded cluster, later
+                       name, highest index;
+ 6. preferences: rejoin — new halves of moves in flight count again;
+ 7. budgets: trim kept — kept replicas a FleetBudget cannot pay for are dropped;
+ 8. ledger           — capacity minus every kept replica; overdrawn pools drop kept ones;
+ 9. preferences: end broken moves — a move that lost a half ends;
+10. budgets: recharge kept — the budgets pay for what the ledger kept;
+11. fill             — deployments in (namespace, name) order, one replica at a time:
+                       filter -> score -> admit -> reserve over the plugins (scheduler.fill);
+12. preferences: move back — replicas return to a more preferred tier, new one first;
+13. failover: link   — set-aside replicas are paired with their replacements;
+14. feasibility      — a verdict per unplaced replica, from the fill's reason codes;
+15. results          — replicas, conditions, policy status per deployment;
+16. budgets: status  — every FleetBudget's use and refusals.
+
+The plugins, in registry order (each one file in scheduler/plugins/): selectors and
+cache-staging (candidate filters), outages and taints (filters; taints also evict on
+keep), tiers (filter, score), spread (admit, score, reserve), device-fit (keep, reserve:
+the engines on the pools' capacity), budgets (reserve), spread-before-pack (the base
+score: fewest replicas of the deployment, then name; its lazy heap serves the fill when
+it is the only score).
 
 See docs/scheduler.md for the rules and where they diverge from the reference.
 """
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from modelplane.api import Fleet, ModelDeployment
+from modelplane.gcpause import gc_paused
 
-from . import failover
-from .conditions import overdrawn, replicas_scheduled
-from .explain import selector_reason
-from .failover import Outage
+from . import pipeline
 from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger, ObservedCapacity, ObservedPool
 from .matching import Matcher, MemberMatch
-from .phases import Context, build_ledger, fill, retain, scale_down
-from .policies import PolicyPass
-from .shape import compile_classes, compile_clusters, compile_deployment
+from .shape import Outage, compile_classes, compile_deployment
 from .types import (
     Condition,
     DeploymentPlacement,
@@ -53,78 +71,31 @@ __all__ = [
 
 def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = DEFAULT_ACCOUNTING,
                 observed: ObservedCapacity | None = None, selector_cache: SelectorCache | None = None,
-                outages: Mapping[str, Outage] | None = None) -> FleetPlacement:
-    with _collector_paused():
-        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages)[0]
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Placement allocates many small, short-lived tuples while the loaded fleet (a
-    million objects at 1,000 clusters) sits in the oldest generation, which every
-    full collection rescans: at 1,000 clusters those scans were two thirds of the time
-    (issue 15). Nothing placement builds is cyclic, so the collector waits until it ends."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+                outages: Mapping[str, Outage] | None = None,
+                inputs: Mapping[str, object] | None = None) -> FleetPlacement:
+    # Placement allocates many small, short-lived objects while the loaded fleet (a million
+    # objects at 1,000 clusters) sits in the oldest generation, which every full collection
+    # rescans; nothing placement builds is cyclic, so the collector waits until it ends.
+    with gc_paused():
+        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages, inputs)[0]
 
 
 def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None,
                             accounting: str = DEFAULT_ACCOUNTING,
                             observed: ObservedCapacity | None = None,
                             selector_cache: SelectorCache | None = None,
-                            outages: Mapping[str, Outage] | None = None) -> tuple[FleetPlacement, Ledger]:
+                            outages: Mapping[str, Outage] | None = None,
+                            inputs: Mapping[str, object] | None = None) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
     and reports can audit it. `outages`: clusters that take no new replica, and those whose
-    replicas are re-placed elsewhere (scheduler.failover)."""
+    replicas are re-placed elsewhere (scheduler.failover). `inputs`: a plugin's own input
+    by its name (`Cycle.inputs`), for rules decided outside such as an autoscaler's counts."""
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
-    outages = outages or {}
-    ctx = Context(compile_clusters(fleet, observed, failover.closed_clusters(previous, outages)),
-                  Matcher(_selector_cache(selector_cache)), accounting)
-    shapes = [compile_deployment(fleet, key, fleet.deployments[key])
-              for key in sorted(fleet.deployments)]
-    policies = PolicyPass(fleet, ctx, observed)    # issue 14: spread, tiers, budgets
-    states = []
-    asides = []
-    previous_by_key = previous.by_key() if previous is not None else {}
-    for shape in shapes:
-        prev = previous_by_key.get(shape.key)
-        st = retain(ctx, shape, prev)
-        asides.append(failover.set_aside(st, prev, outages))
-        policies.before_scale_down(st, prev)
-        scale_down(st)
-        policies.after_scale_down(st)
-        states.append(st)
-    policies.trim_budgets(states)
-    ledger = build_ledger(ctx, states)
-    policies.after_ledger(states)
-    for st in states:
-        if not policies.fill(ctx, st, ledger):
-            fill(ctx, st, ledger)
-    policies.move_back(states)
-    result = []
-    for st, aside in zip(states, asides, strict=True):
-        shape = st.shape
-        failover.link(st, aside)
-        serving = st.retained + st.placed
-        replicas = sorted(serving + [r for r, _ in aside.replicas], key=lambda r: (r.cluster, r.index))
-        conditions = [replicas_scheduled(shape.desired, len(serving) - policies.surge(st), st.candidates,
-                                         shape.invalid)]
-        if st.overdrawn:
-            conditions.append(overdrawn(st.overdrawn))
-        failed_over = failover.condition(aside, outages)
-        if failed_over is not None:
-            conditions.append(failed_over)
-        result.append(DeploymentPlacement(shape.namespace, shape.name, shape.desired, replicas,
-                                          conditions, st.unplaced, st.dropped,
-                                          failover=[rec for _, rec in aside.replicas]))
-    budgets = policies.finish(states, result, ledger)
-    return FleetPlacement(result, budgets), ledger
+    cycle = pipeline.start(fleet, Matcher(_selector_cache(selector_cache)), accounting, previous, observed,
+                           outages or {}, inputs)
+    pipeline.run(cycle)
+    return cycle.placement(), cycle.ledger
 
 
 _SHARED_SELECTORS: SelectorCache | None = None
@@ -164,12 +135,10 @@ def resolve_member_requests(fleet: Fleet, deployment: ModelDeployment, engine: s
 
 
 def candidate_clusters(fleet: Fleet) -> dict[tuple[str, str], list[str]]:
-    """Per deployment, the clusters a replica of it can ever be placed or kept on: both
-    selectors match and, when it uses a ModelCache, the cache can be staged there. The
-    scheduler's own filter, before taints and capacity."""
-    clusters = compile_clusters(fleet)
-    out: dict[tuple[str, str], list[str]] = {}
-    for key in sorted(fleet.deployments):
-        shape = compile_deployment(fleet, key, fleet.deployments[key])
-        out[key] = [name for name, view in clusters.items() if selector_reason(shape, view) is None]
+    """Per deployment, the clusters a replica of it can ever be placed or kept on: no
+    candidate filter refuses them (both selectors match and, when it uses a ModelCache,
+    the cache can be staged there). The scheduler's own filter, before taints and capacity."""
+    cycle = pipeline.start(fleet, Matcher(_selector_cache(None)), DEFAULT_ACCOUNTING, None, None, {})
+    out = {st.key: [c.name for c in cycle.filtered(st).candidates] for st in cycle.deployments}
+    pipeline.release(cycle)
     return out

@@ -1,26 +1,33 @@
-"""FleetBudgets (issue 14): the most DRA devices the deployments in a budget's scope may
-claim, fleet-wide. Fail closed, unlike the budgets of NVIDIA Dynamo's planner that a
-rebalance pushed past (#12428) or that a schema change silently switched off (#11220):
+"""FleetBudgets: the most DRA devices the deployments in a budget's scope may claim,
+fleet-wide. Fail closed, unlike the budgets of NVIDIA Dynamo's planner that a rebalance
+pushed past (#12428) or that a schema change silently switched off (#11220):
 
 * a replica is charged the DRA devices its members resolve on their pools (requests'
-  `count` x pods), whatever the accounting mode, before it is placed;
+  `count` x pods), whatever the accounting mode, before it is placed (plugins.budgets);
 * kept replicas are charged first; if they exceed a budget (it was lowered, or the spec
-  grew), replicas are dropped until they fit, so a plan never exceeds a budget;
+  grew), replicas are dropped until they fit, so a plan never exceeds a budget
+  (the `budgets: trim kept` stage);
 * a replica moving back to a preferred tier is charged twice (old and new) until the old
   one is removed, so a move never exceeds it either.
+
+`BudgetBook` is the budgets' ledger; the stages here charge it for kept replicas and
+report it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .conditions import Condition, budget_status, within_budgets
+from .cycle import Cycle, DeploymentState, Key
 from .matching import Matcher, MemberMatch
-from .policy import BudgetRule
+from .moves import MOVES
+from .policy import BudgetRule, budget_rules
 from .policy_types import BudgetStatus
+from .reasons import OVER_BUDGET, Reason
+from .retain import tier_rank
 from .shape import ClusterView, DeploymentShape
-from .types import Condition, EnginePlacement
-
-CONDITION = "WithinBudget"
+from .types import EnginePlacement, PlacedReplica
 
 
 @dataclass
@@ -69,9 +76,9 @@ class BudgetBook:
                               f"{max(0, rule.max_devices - self.used[name])} of {rule.max_devices} left")
         return None
 
-    def charge(self, costs: dict[str, int]) -> None:
+    def charge(self, costs: dict[str, int], sign: int = 1) -> None:
         for name, cost in costs.items():
-            self.used[name] += cost
+            self.used[name] += sign * cost
 
     def refuse(self, dep: str, budget: str, why: str) -> None:
         """Record one replica not placed (or dropped) because of `budget`."""
@@ -80,21 +87,68 @@ class BudgetBook:
 
     def condition(self, dep: str, budgets: tuple[str, ...]) -> Condition:
         refusals = self.refusals.get(dep, {})
-        if refusals:
-            return Condition(CONDITION, "False", "BudgetExceeded", "; ".join(refusals.values()))
-        parts = [f"FleetBudget {n}: {self.used[n]} of {self.rules[n].max_devices} devices used" for n in budgets]
-        return Condition(CONDITION, "True", "WithinBudget", "; ".join(parts))
+        return within_budgets(list(refusals.values()),
+                              [(n, self.used[n], self.rules[n].max_devices) for n in budgets])
 
     def statuses(self) -> list[BudgetStatus]:
-        out = []
-        for name, rule in self.rules.items():
-            refused = self.refused[name]
-            used = self.used[name]
-            if refused:
-                cond = Condition(CONDITION, "False", "BudgetExceeded",
-                                 f"{refused} replica(s) not placed or dropped: {used} of {rule.max_devices} "
-                                 "devices used")
-            else:
-                cond = Condition(CONDITION, "True", "WithinBudget", f"{used} of {rule.max_devices} devices used")
-            out.append(BudgetStatus(name, rule.max_devices, used, sorted(self.scopes[name]), refused, cond))
-        return out
+        return [BudgetStatus(name, rule.max_devices, self.used[name], sorted(self.scopes[name]), self.refused[name],
+                             budget_status(self.refused[name], self.used[name], rule.max_devices))
+                for name, rule in self.rules.items()]
+
+
+BOOK = Key[BudgetBook]("budgets")
+
+
+def book(cycle: Cycle) -> BudgetBook:
+    """The cycle's budget book (every FleetBudget, each deployment in its scope)."""
+    hit = cycle.get(BOOK)
+    if hit is None:
+        hit = cycle.put(BOOK, BudgetBook(budget_rules(cycle.fleet), cycle.matcher))
+        for st in cycle.deployments:
+            for budget in st.policy.budgets:
+                hit.scopes[budget].append(st.name)
+    return hit
+
+
+def _kept_costs(cycle: Cycle, st: DeploymentState, rep: PlacedReplica) -> dict[str, int]:
+    return book(cycle).costs(st.policy.budgets, st.shape, cycle.clusters[rep.cluster], rep.engines)
+
+
+def trim_kept(cycle: Cycle) -> None:
+    """Stage `budgets: trim kept`: charge every kept replica to its budgets; drop those that
+    no longer fit (the budget was lowered or the spec grew), new halves of moves first,
+    then the least preferred replicas, so that no plan exceeds a budget."""
+    books = book(cycle)
+    for st in cycle.deployments:
+        if not st.policy.budgets or st.shape.invalid:
+            continue
+        moves = st.get(MOVES)
+        surge = {id(new) for _, new, _ in moves.pending} if moves else set()
+        rank = tier_rank(cycle, st) or (lambda _: 0)
+        keep_order = {id(r): (id(r) in surge, rank(r.cluster), r.cluster, r.index) for r in st.retained}
+        for rep in sorted(st.retained, key=lambda r: keep_order[id(r)]):
+            costs = _kept_costs(cycle, st, rep)
+            over = books.over(costs)
+            if over is None:
+                books.charge(costs)
+                continue
+            st.drop(rep, Reason(OVER_BUDGET, "budgets", f"over {over[1]}"))
+            books.refuse(st.name, over[0], f"{over[1]}: kept replica {rep.name} dropped")
+            if moves is not None:
+                moves.pending = [p for p in moves.pending if p[1] is not rep and p[0] is not rep]
+
+
+def recharge_kept(cycle: Cycle) -> None:
+    """Stage `budgets: recharge kept`: the ledger may have dropped kept replicas that no
+    longer fit their pool (overdraw): charge the budgets for what is really kept."""
+    books = book(cycle)
+    books.used = dict.fromkeys(books.rules, 0)
+    for st in cycle.deployments:
+        if st.policy.budgets and not st.shape.invalid:
+            for rep in st.retained:
+                books.charge(_kept_costs(cycle, st, rep))
+
+
+def report(cycle: Cycle) -> None:
+    """Stage `budgets: status`: every FleetBudget's use, refusals and condition."""
+    cycle.budgets = book(cycle).statuses()

@@ -1,13 +1,14 @@
-"""Failover (issue 13): replicas leave a cluster that is unreachable or unready, new ones first.
+"""Failover: replicas leave a cluster that is unreachable or unready, new ones first.
 
 The scheduler stays a pure function: *when* a cluster counts as failed is decided outside
 (modelplane.observe.health, with a clock and a grace period) and arrives as `outages`:
 
-* a cluster with an `Outage` takes no new replica (a filter reason, like a taint);
+* a cluster with an `Outage` takes no new replica (the outages plugin, like a taint);
 * when the outage says `evacuate` (its grace period is over), every replica on it is *set
-  aside*: it stays in the placement (so its objects are neither deleted on a cluster that
-  cannot answer nor counted as serving) and a replacement is placed elsewhere by the
-  ordinary fill. The pair is recorded in the deployment's `failover` block;
+  aside* (stage `failover: set aside`): it stays in the placement (so its objects are
+  neither deleted on a cluster that cannot answer nor counted as serving) and a
+  replacement is placed elsewhere by the ordinary fill. The pair is recorded in the
+  deployment's `failover` block (stage `failover: link`);
 * a set-aside replica is removed by a later plan once its replacement is in the previous
   placement and not marked `"ready": false`, and its cluster can be reached (so the delete
   can happen). A replica whose replacement could not be placed or is gone comes back into
@@ -21,22 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from .phases import DeploymentState
-from .types import Condition, DeploymentPlacement, Failover, PlacedReplica
+from .conditions import failed_over
+from .cycle import Cycle, Key
+from .reasons import FAILED_OVER, Reason
+from .shape import Outage
+from .types import Failover, FleetPlacement, PlacedReplica
 
-FAILOVER = "FailedOver"
-
-
-@dataclass(frozen=True)
-class Outage:
-    """Why a cluster takes no new replicas; `evacuate`: re-place the ones it has;
-    `reachable`: its API server answers (a replica there can be deleted)."""
-
-    reason: str
-    evacuate: bool = False
-    reachable: bool = False
+__all__ = ["ASIDE", "Outage", "SetAside", "closed_clusters", "link", "set_aside"]
 
 
 @dataclass
@@ -44,7 +37,10 @@ class SetAside:
     replicas: list[tuple[PlacedReplica, Failover]] = field(default_factory=list)
 
 
-def closed_clusters(previous: Any, outages: Mapping[str, Outage]) -> dict[str, str]:
+ASIDE = Key[SetAside]("failover")
+
+
+def closed_clusters(previous: FleetPlacement | None, outages: Mapping[str, Outage]) -> dict[str, str]:
     """Clusters that take no new replica: every outage, and every cluster still holding a
     replica set aside by an earlier plan."""
     closed = {name: o.reason for name, o in outages.items()}
@@ -55,44 +51,42 @@ def closed_clusters(previous: Any, outages: Mapping[str, Outage]) -> dict[str, s
     return closed
 
 
-def set_aside(st: DeploymentState, previous: DeploymentPlacement | None, outages: Mapping[str, Outage]) -> SetAside:
+def set_aside(cycle: Cycle) -> None:
     """Take the kept replicas of evacuated clusters, and those of earlier failovers still in
     flight, out of the count; drop those whose replacement is ready."""
-    out = SetAside()
-    records = {rec.from_: rec for rec in previous.failover} if previous is not None else {}
-    not_ready = previous.policy.not_ready if previous is not None and previous.policy is not None else frozenset()
-    names = {r.name for r in st.retained}
-    for rep in sorted(st.retained, key=lambda r: r.name):
-        outage = outages.get(rep.cluster)
-        rec = records.get(rep.name)
-        live_to = rec.to if rec is not None and rec.to in names else None
-        if not (outage is not None and outage.evacuate) and live_to is None:
-            continue                        # healthy, and nothing replaces it: an ordinary replica
-        st.retained.remove(rep)
-        st.charges.pop((rep.cluster, rep.index), None)
-        if live_to is not None and live_to not in not_ready and (outage is None or outage.reachable):
-            st.dropped.append((rep, f"failed over: {live_to} replaces it and is ready"))
+    previous = cycle.previous.by_key() if cycle.previous is not None else {}
+    outages = cycle.outages
+    for st in cycle.deployments:
+        prev = previous.get(st.key)
+        out = st.put(ASIDE, SetAside())
+        records = {rec.from_: rec for rec in prev.failover} if prev is not None else {}
+        not_ready = prev.policy.not_ready if prev is not None and prev.policy is not None else frozenset()
+        names = {r.name for r in st.retained}
+        for rep in sorted(st.retained, key=lambda r: r.name):
+            outage = outages.get(rep.cluster)
+            rec = records.get(rep.name)
+            live_to = rec.to if rec is not None and rec.to in names else None
+            if not (outage is not None and outage.evacuate) and live_to is None:
+                continue                        # healthy, and nothing replaces it: an ordinary replica
+            if live_to is not None and live_to not in not_ready and (outage is None or outage.reachable):
+                st.drop(rep, Reason(FAILED_OVER, "failover", f"failed over: {live_to} replaces it and is ready"))
+                continue
+            st.set_aside(rep)
+            out.replicas.append((rep, Failover(rep.name, rep.cluster, live_to)))
+
+
+def link(cycle: Cycle) -> None:
+    """Pair set-aside replicas without a replacement with the replicas this plan placed,
+    and report them (`FailedOver`)."""
+    for st in cycle.deployments:
+        aside = st.get(ASIDE)
+        if aside is None or not aside.replicas:
             continue
-        out.replicas.append((rep, Failover(rep.name, rep.cluster, live_to)))
-    return out
-
-
-def link(st: DeploymentState, aside: SetAside) -> None:
-    """Pair set-aside replicas without a replacement with the replicas this plan placed."""
-    used = {rec.to for _, rec in aside.replicas if rec.to}
-    fresh = [r for r in sorted(st.placed, key=lambda r: r.name) if r.name not in used]
-    for i, (rep, rec) in enumerate(aside.replicas):
-        if rec.to is None and fresh:
-            aside.replicas[i] = (rep, Failover(rec.from_, rec.cluster, fresh.pop(0).name))
-
-
-def condition(aside: SetAside, outages: Mapping[str, Outage]) -> Condition | None:
-    if not aside.replicas:
-        return None
-    parts = []
-    for rep, rec in aside.replicas:
-        why = outages[rep.cluster].reason if rep.cluster in outages else "its cluster is back"
-        then = (f"replaced by {rec.to}, removed once that is ready and {rep.cluster} answers" if rec.to
-                else "no replacement fits anywhere: kept")
-        parts.append(f"{rep.name} on {rep.cluster} ({why}): {then}")
-    return Condition(FAILOVER, "True", "ClusterUnavailable", "; ".join(parts))
+        used = {rec.to for _, rec in aside.replicas if rec.to}
+        fresh = [r for r in sorted(st.placed, key=lambda r: r.name) if r.name not in used]
+        for i, (rep, rec) in enumerate(aside.replicas):
+            if rec.to is None and fresh:
+                aside.replicas[i] = (rep, Failover(rec.from_, rec.cluster, fresh.pop(0).name))
+        st.conditions.append(failed_over([
+            (rep.name, rep.cluster, cycle.outages[rep.cluster].reason if rep.cluster in cycle.outages
+             else "its cluster is back", rec.to) for rep, rec in aside.replicas]))

@@ -1,4 +1,5 @@
-"""One verdict per unplaced replica (issue 14; Open Cluster Management enhancement #193):
+"""Stage `feasibility`: one verdict per unplaced replica (Open Cluster Management
+enhancement #193):
 
 * `NotFeasible` — no cluster could ever hold it, at any size: the selectors match no
   cluster, or no pool of a matching cluster matches an engine's device requests;
@@ -8,9 +9,11 @@
 * `Blocked` — pools could hold it, but a policy refuses: a FleetBudget, an untolerated
   taint, a spread constraint or the cluster preference tiers.
 
-Replicas are assessed in order against one hypothetical ledger, so the second unplaced
-replica's scale-up counts the first's. Scale-ups are simulated on copies of the final
-ledger; nothing here changes the placement.
+Which clusters a policy refused is read from the codes of the fill's reasons
+(`Unplaced.reasons`), never from their words. Replicas are assessed in order against one
+hypothetical ledger, so the second unplaced replica's scale-up counts the first's (and a
+replica that fits on nodes added for an earlier one fits after that scale-up too).
+Scale-ups are simulated on copies of the final ledger; nothing here changes the placement.
 """
 
 from __future__ import annotations
@@ -21,18 +24,26 @@ from dataclasses import dataclass, field, replace
 
 from modelplane.api import InferenceCluster
 
-from .budget import BudgetBook
-from .explain import no_pool_reason
+from .budget import BudgetBook, book
+from .cycle import Cycle, DeploymentState
 from .ledger import DevicePool, Ledger, NodePool, ObservedCapacity, PoolState, Trial, Usage
-from .phases import Context
-from .placement import EngineOptions, member_usage, place_engine
-from .policy_fill import BUDGET, CAPACITY, SPREAD, TIER, Refusal
+from .placement import EngineOptions, member_usage, no_pool_reason, place_engine
 from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility
-from .shape import ClusterView, DeploymentShape, PoolView
+from .reasons import CLUSTER_UNAVAILABLE, NOT_IN_ANY_TIER, SPREAD_CONSTRAINT, UNTOLERATED_TAINT, Reason
+from .shape import ClusterView, PoolView
 from .types import EnginePlacement, Unplaced
 
 MISSING = -1
-_POLICY = {SPREAD: "spreadConstraints", TIER: "clusterPreferences", BUDGET: "FleetBudget"}
+# Refusals that block a cluster by policy (reason code -> what the verdict names);
+# every other refusal is capacity or a budget, which a scale-up may answer.
+BLOCKING = {CLUSTER_UNAVAILABLE: "cluster outage", UNTOLERATED_TAINT: "taints",
+            SPREAD_CONSTRAINT: "spreadConstraints", NOT_IN_ANY_TIER: "clusterPreferences"}
+
+
+def assess(cycle: Cycle) -> None:
+    assessor = Assessor(cycle, cycle.ledger, book(cycle), pool_sizes(cycle.fleet.clusters, cycle.observed))
+    for st in cycle.deployments:
+        st.unplaced = assessor.assess(st)
 
 
 @dataclass(frozen=True)
@@ -54,53 +65,61 @@ class ScaleUp:
 
 @dataclass
 class Assessor:
-    ctx: Context
+    cycle: Cycle
     ledger: Ledger
     book: BudgetBook
     sizes: Mapping[tuple[str, str], PoolSize]
     _memo: dict[tuple[object, ...], int] = field(default_factory=dict)
-    # (shape, cluster signature, pool states) -> nodes of its plan: clusters stamped from
-    # one template in the same state share the answer
+    # (engines, cluster signature, pool states) -> nodes of its plan: clusters stamped from
+    # one template in the same state share the answer, across deployments of one shape
     _plans: dict[tuple[object, ...], int | None] = field(default_factory=dict)   # None: never fits
+    _states: dict[str, tuple[object, ...]] = field(default_factory=dict)        # cluster -> its pools' states
+    _verdict_memo: dict[tuple[object, ...], list[Feasibility]] = field(default_factory=dict)
+    _keep: list[object] = field(default_factory=list)
 
-    def assess(self, shape: DeploymentShape, unplaced: list[Unplaced], budgets: tuple[str, ...],
-               refused: Mapping[str, Refusal] | None = None) -> list[Unplaced]:
-        if not unplaced or shape.invalid:
+    def assess(self, st: DeploymentState) -> list[Unplaced]:
+        unplaced = st.unplaced
+        if not unplaced or st.shape.invalid:
             return unplaced
-        verdicts = self._verdicts(shape, len(unplaced), budgets, refused or {})
+        reasons = unplaced[0].reasons
+        # Deployments the fill explained with one shared reasons dict (same filters, same
+        # engines, same states) get the same verdicts: assessed once.
+        key = (id(reasons), self.cycle.filtered(st).key, st.engines_id, st.policy.budgets, len(unplaced))
+        verdicts = self._verdict_memo.get(key)
+        if verdicts is None:
+            verdicts = self._verdict_memo[key] = self._verdicts(st, len(unplaced), reasons)
+            self._keep.append(reasons)          # the id in the key stays this dict's
         return [replace(u, feasibility=v) for u, v in zip(unplaced, verdicts, strict=True)]
 
     # -- the three verdicts ---------------------------------------------------------
-    def _verdicts(self, shape: DeploymentShape, count: int, budgets: tuple[str, ...],
-                  refused: Mapping[str, Refusal]) -> list[Feasibility]:
-        ctx = self.ctx
-        candidates = ctx.candidates(shape)
+    def _verdicts(self, st: DeploymentState, count: int, reasons: Mapping[str, Reason]) -> list[Feasibility]:
+        cycle, shape, budgets = self.cycle, st.shape, st.policy.budgets
+        filtered = cycle.filtered(st)
+        candidates = filtered.candidates
         if not candidates:
-            first_filtered = next(iter(sorted(ctx.filter_reasons(shape).items())), None)
+            first_filtered = next(iter(sorted(filtered.not_candidate.items())), None)
             because = f" (first, {first_filtered[0]}: {first_filtered[1]})" if first_filtered else ""
             return [Feasibility(NOT_FEASIBLE, f"no InferenceCluster passes the cluster selectors{because}")] * count
         never: dict[str, str] = {}
         feasible: list[ClusterView] = []
         for cluster in candidates:
-            why = _never(ctx.options(shape, cluster))
-            if why is None:
+            cannot = _never(cycle.options(st, cluster))
+            if cannot is None:
                 feasible.append(cluster)
             else:
-                never[cluster.name] = why
+                never[cluster.name] = cannot
         if not feasible:
             first, why = sorted(never.items())[0]
             text = (f"no pool of the {len(candidates)} cluster(s) the selectors match could ever hold it, "
                     f"at any size (first, {first}: {why})")
             return [Feasibility(NOT_FEASIBLE, text)] * count
-        open_ = set(ctx.open_clusters(shape))
         blocked: dict[str, str] = {}                # cluster -> the policy refusing it
         scalable: list[ClusterView] = []
         for cluster in feasible:
-            refusal = refused.get(cluster.name)
-            if cluster.name not in open_:
-                blocked[cluster.name] = "cluster outage" if cluster.outage else "taints"
-            elif refusal is not None and refusal.kind not in (CAPACITY, BUDGET):
-                blocked[cluster.name] = _POLICY.get(refusal.kind, refusal.kind)
+            reason = reasons.get(cluster.name)
+            policy = BLOCKING.get(reason.code) if isinstance(reason, Reason) else None
+            if policy is not None:
+                blocked[cluster.name] = policy
             else:
                 scalable.append(cluster)
         hypo = Trial(self.ledger)
@@ -109,7 +128,7 @@ class Assessor:
         plans: dict[str, ScaleUp] = {}
         grown: dict[str, dict[str, int]] = {}       # cluster -> pool -> nodes added so far
         for cluster in scalable:
-            nodes = self._nodes_for(shape, cluster, self.ledger)    # hypo is still empty
+            nodes = self._nodes_for(st, cluster)     # hypo is still empty
             if nodes is not None:
                 heap.append((nodes, cluster.name))
         heapq.heapify(heap)
@@ -119,13 +138,13 @@ class Assessor:
                 by_policy: dict[str, list[str]] = {}
                 for blocked_name, policy in sorted(blocked.items()):
                     by_policy.setdefault(policy, []).append(blocked_name)
-                why = "; ".join(f"{p} ({', '.join(cs)})" for p, cs in sorted(by_policy.items()))
-                out.append(Feasibility(BLOCKED, f"every cluster that could hold it refuses it by policy: {why}"
-                                       if why else "no cluster can grow to hold it"))
+                policies = "; ".join(f"{p} ({', '.join(cs)})" for p, cs in sorted(by_policy.items()))
+                out.append(Feasibility(BLOCKED, f"every cluster that could hold it refuses it by policy: {policies}"
+                                       if policies else "no cluster can grow to hold it"))
                 continue
             nodes, name = heap[0]
-            cluster = ctx.clusters[name]
-            plan = plans.get(name) or self._plan(shape, cluster, hypo)
+            cluster = cycle.clusters[name]
+            plan = plans.get(name) or self._plan(st, cluster, hypo)
             assert plan is not None and plan.nodes == nodes
             costs = self.book.costs(budgets, shape, cluster, plan.engines)
             over = next((b for b, c in costs.items() if c and c > left[b]), None)
@@ -134,11 +153,11 @@ class Assessor:
                 out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {costs[over]} device(s), "
                                                 f"{max(0, left[over])} of {rule.max_devices} left"))
                 continue
-            if nodes == 0:
+            if nodes == 0 and name not in grown:
                 # Fits as the fleet is: only a policy refused it (the fill tried every cluster).
-                why = refused.get(name, Refusal(CAPACITY, "refused")).why
-                out.append(Feasibility(BLOCKED, f"{name} has room but refuses: {why}"))
+                out.append(Feasibility(BLOCKED, f"{name} has room but refuses: {reasons.get(name, 'refused')}"))
                 continue
+            # Needs nodes, or fits on nodes an earlier unplaced replica's scale-up added.
             added = grown.setdefault(name, {})
             for pool, n in plan.pools.items():
                 added[pool] = added.get(pool, 0) + n
@@ -148,7 +167,7 @@ class Assessor:
             for budget, cost in costs.items():
                 left[budget] -= cost
             plan.trial.commit()                    # the next replica sees this one placed
-            fresh = self._plan(shape, cluster, hypo)
+            fresh = self._plan(st, cluster, hypo)
             if fresh is None:
                 heapq.heappop(heap)
             else:
@@ -157,24 +176,26 @@ class Assessor:
         return out
 
     # -- scale-up simulation --------------------------------------------------------
-    def _nodes_for(self, shape: DeploymentShape, cluster: ClusterView, source: Ledger | Trial) -> int | None:
-        """`_plan(...).nodes` against `source`, memoized by what it depends on."""
-        read = source.peek if isinstance(source, Trial) else source.state
-        key = (shape, cluster.signature, *(_fingerprint(read((cluster.name, p.name))) for p in cluster.pools))
+    def _nodes_for(self, st: DeploymentState, cluster: ClusterView) -> int | None:
+        """`_plan(...).nodes` against the final ledger, memoized by what it depends on."""
+        states = self._states.get(cluster.name)
+        if states is None:
+            states = self._states[cluster.name] = tuple(
+                _fingerprint(self.ledger.state((cluster.name, p.name))) for p in cluster.pools)
+        key = (st.engines_id, cluster.sig_id, states)
         hit = self._plans.get(key, MISSING)
         if hit is MISSING:
-            plan = self._plan(shape, cluster, Trial(source))
+            plan = self._plan(st, cluster, Trial(self.ledger))
             hit = self._plans[key] = plan.nodes if plan is not None else None
         return hit
-
-    def _plan(self, shape: DeploymentShape, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
+    def _plan(self, st: DeploymentState, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
         """The fewest nodes to add to `cluster`'s pools for one more replica, engine by
         engine against a trial of `hypo`; None if it cannot fit at any size."""
         trial = Trial(hypo)
         unit = "nodes" if self.ledger.accounting == "Node" else "devices"
         pools: dict[str, int] = {}
         engines: dict[str, EnginePlacement] = {}
-        for opts in self.ctx.options(shape, cluster):
+        for opts in self.cycle.options(st, cluster):
             placed, _ = place_engine(opts, cluster.name, trial, unit)
             if placed is None:
                 placed = self._grow(opts, cluster, trial, pools, unit)
@@ -228,14 +249,14 @@ class Assessor:
         parts = []
         for pool, n in added.items():
             size = self.sizes.get((cluster, pool))
-            view = self.ctx.clusters[cluster].pool(pool)
+            view = self.cycle.clusters[cluster].pool(pool)
             basis = view.nodes if view is not None else 0
             parts.append(f"{n} node(s) to pool {pool} ({_sizing(basis, basis + n, size)})")
         tail = ", counting the unplaced replicas before it" if after_others else ""
         return f"fits on {cluster} after adding " + " and ".join(parts) + tail
 
 
-def _never(options: list[EngineOptions]) -> str | None:
+def _never(options: list[EngineOptions]) -> Reason | None:
     """Why no pool of the cluster can ever host some engine, at any size."""
     for opts in options:
         if opts.error:

@@ -95,16 +95,23 @@ class DevicePool:
     def _place(groups: dict[tuple[int, ...], int], per_pod: tuple[int, ...]) -> bool:
         best = None
         best_key = None
-        for vec in groups:
-            for f, u in zip(vec, per_pod, strict=True):
-                if f < u:
-                    break
-            else:
-                # best-fit: the node with the fewest free devices that still fits keeps
-                # emptier nodes whole for larger pods
-                key = (sum(vec), vec)
-                if best_key is None or key < best_key:
-                    best, best_key = vec, key
+        if len(per_pod) == 1:
+            # One device kind (most classes): the fewest free that still fit, directly.
+            need = per_pod[0]
+            for vec in groups:
+                if vec[0] >= need and (best is None or vec < best):
+                    best = vec
+        else:
+            for vec in groups:
+                for f, u in zip(vec, per_pod, strict=True):
+                    if f < u:
+                        break
+                else:
+                    # best-fit: the node with the fewest free devices that still fits keeps
+                    # emptier nodes whole for larger pods
+                    key = (sum(vec), vec)
+                    if best_key is None or key < best_key:
+                        best, best_key = vec, key
         if best is None:
             return False
         left = groups[best] - 1
@@ -119,9 +126,14 @@ class DevicePool:
     def try_take(self, usages: Iterable[Usage]) -> int:
         """Charge and return 0, or charge nothing and return how many devices are
         missing (devices of the pods that found no node)."""
-        usages = list(usages)
+        if not isinstance(usages, list):
+            usages = list(usages)
         if not usages:
             return 0
+        if len(usages) == 1 and usages[0][0] == 1 and not self.overdraft:
+            # One pod: placing it either succeeds or changes nothing, so no copy to roll back.
+            per_pod = usages[0][1]
+            return 0 if self._place(self.groups, per_pod) else sum(per_pod)
         groups = dict(self.groups)
         short = 0
         for pods, per_pod in usages:

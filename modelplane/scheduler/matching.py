@@ -1,7 +1,8 @@
 """Matching one member's device requests against one pool's class (semantics §2.4).
 
-The result depends only on (member, class), never on the cluster or on capacity, so it
-is memoized per pair: every pool of a class on every cluster shares one answer.
+The result depends only on the member's requests and the class, never on the cluster or
+on capacity, so it is memoized per pair: every pool of a class on every cluster, and
+every member asking for the same devices, shares one answer.
 """
 
 from __future__ import annotations
@@ -44,12 +45,12 @@ class Matcher:
 
             selector_cache = SelectorCache()
         self._cel = selector_cache
-        # Keyed by the member object itself (identity hash), not id(): the key keeps the
-        # member alive, so a recycled id can never serve another member's answer.
-        self._memo: dict[tuple[MemberShape, str], MemberMatch | NoMatch] = {}
+        # Keyed by what the answer depends on: the member's requests by content (members
+        # of every deployment asking for the same devices share it) and the class.
+        self._memo: dict[tuple[tuple[object, ...], str], MemberMatch | NoMatch] = {}
 
     def match(self, member: MemberShape, cls: ClassView) -> MemberMatch | NoMatch:
-        key = (member, cls.name)
+        key = (member.match_key, cls.name)
         hit = self._memo.get(key)
         if hit is None:
             hit = self._memo[key] = self._match(member, cls)

@@ -1,21 +1,39 @@
-"""Placing one replica on one cluster (semantics §2.5), and re-resolving a retained one
-(§2.7). Two halves:
+"""Device fit: placing one replica's engines on one cluster's pools (semantics §2.5), and
+re-resolving a kept one (§2.7); the device-fit plugin (plugins/device_fit.py) and the
+feasibility stage run it. Two halves:
 
 * `EngineOptions` — everything that does not depend on capacity (which pools can host
-  the engine, which fabric groups it may span), computed once per (deployment, pool
-  signature of a cluster).
-* `place_replica` — the capacity half, run against a copy-on-write trial of the ledger.
+  the engine, which fabric groups it may span), computed once per (engine, pool
+  signature of a cluster) and shared by every deployment of that shape.
+* `place_replica` — the capacity half, run against the ledger or a copy-on-write trial.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .explain import no_pool_reason, short_reason
 from .ledger import Ledger, Trial, Usage
 from .matching import Matcher, MemberMatch, NoMatch
+from .reasons import INSUFFICIENT_CAPACITY, NO_POOL_FITS, PINS_CHANGED, Reason
 from .shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
 from .types import EnginePlacement, ResolvedRequest
+
+PLUGIN = "device-fit"
+
+
+def short_reason(engine: str, short: int, unit: str, pool: str) -> Reason:
+    unit = unit if short != 1 else unit.rstrip("s")
+    return Reason(INSUFFICIENT_CAPACITY, PLUGIN, f"engine {engine}: short by {short} {unit} in pool {pool}")
+
+
+def no_pool_reason(engine: str, details: list[str]) -> Reason:
+    if not details:
+        return Reason(NO_POOL_FITS, PLUGIN, f"no pool for engine {engine}: the cluster publishes no pools")
+    return Reason(NO_POOL_FITS, PLUGIN, f"no pool for engine {engine}: " + "; ".join(details))
+
+
+def _pins_changed(message: str) -> Reason:
+    return Reason(PINS_CHANGED, PLUGIN, message)
 
 
 def member_usage(member: MemberShape, match: MemberMatch) -> list[Usage]:
@@ -32,7 +50,9 @@ class EngineOptions:
     groups: list[list[PoolView]] = field(default_factory=list)
     matches: dict[str, tuple[MemberMatch | NoMatch, ...]] = field(default_factory=dict)
     claimable: tuple[bool, ...] = ()
-    error: str | None = None        # no member can claim anything: never placeable here
+    error: Reason | None = None     # no member can claim anything: never placeable here
+    # member pools -> the (immutable) placement: every replica placed alike shares one
+    placed: dict[tuple[str, ...], EnginePlacement] = field(default_factory=dict)
     details: list[str] = field(default_factory=list)   # why each non-host pool fails
 
     def member_fits_pool(self, mi: int, pool: PoolView) -> MemberMatch | None:
@@ -130,6 +150,14 @@ def _span(opts: EngineOptions, cluster: str, trial: Trial | Ledger,
     return tuple(pools), None
 
 
+def _placement(opts: EngineOptions, member_pools: tuple[str, ...]) -> EnginePlacement:
+    hit = opts.placed.get(member_pools)
+    if hit is None:
+        hit = opts.placed[member_pools] = EnginePlacement(_engine_pool(opts, member_pools), member_pools,
+                                                          _requests(opts, member_pools))
+    return hit
+
+
 def _engine_pool(opts: EngineOptions, member_pools: tuple[str, ...]) -> str:
     for mi, pool in enumerate(member_pools):
         if opts.claimable[mi]:
@@ -138,7 +166,7 @@ def _engine_pool(opts: EngineOptions, member_pools: tuple[str, ...]) -> str:
 
 
 def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit: str
-                 ) -> tuple[EnginePlacement | None, str | None]:
+                 ) -> tuple[EnginePlacement | None, Reason | None]:
     if opts.error:
         return None, opts.error
     engine = opts.engine
@@ -146,15 +174,13 @@ def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit:
     for pool, usages in opts.hosts:
         short = trial.state((cluster, pool.name)).try_take(usages)
         if short == 0:
-            pools = (pool.name,) * len(engine.members)
-            return EnginePlacement(pool.name, pools, _requests(opts, pools)), None
+            return _placement(opts, (pool.name,) * len(engine.members)), None
         if shortest is None or short < shortest[0]:
             shortest = (short, pool.name)
     for group in opts.groups:
         member_pools, span_short = _span(opts, cluster, trial, group)
         if member_pools is not None:
-            return EnginePlacement(_engine_pool(opts, member_pools), member_pools,
-                                   _requests(opts, member_pools)), None
+            return _placement(opts, member_pools), None
         if span_short is not None and (shortest is None or span_short[0] < shortest[0]):
             shortest = span_short
     if shortest is not None:
@@ -163,7 +189,7 @@ def place_engine(opts: EngineOptions, cluster: str, trial: Trial | Ledger, unit:
 
 
 def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger | Trial
-                  ) -> tuple[dict[str, EnginePlacement] | None, str | None]:
+                  ) -> tuple[dict[str, EnginePlacement] | None, Reason | None]:
     """All engines of one replica on one cluster, or nothing: engines share one trial so
     they never double-book a pool, and a failure discards the trial."""
     unit = "nodes" if ledger.accounting == "Node" else "devices"
@@ -184,39 +210,39 @@ def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger | T
 
 def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterView,
                      engines: dict[str, EnginePlacement]
-                     ) -> tuple[dict[str, EnginePlacement] | None, list[tuple[str, list[Usage]]], str | None]:
+                     ) -> tuple[dict[str, EnginePlacement] | None, list[tuple[str, list[Usage]]], Reason | None]:
     """Re-check an existing replica's pins against the current spec (capacity is not
     checked). Returns (engines, [(pool, usages)], None) or (None, [], reason to move)."""
     if sorted(engines) != sorted(e.name for e in shape.engines):
-        return None, [], "engines changed"
+        return None, [], _pins_changed("engines changed")
     resolved = {}
     charges: list[tuple[str, list[Usage]]] = []
     for engine in shape.engines:
         placed = engines[engine.name]
         pools = placed.pools_for(len(engine.members))
         if len(pools) != len(engine.members):
-            return None, [], f"engine {engine.name}: members changed"
+            return None, [], _pins_changed(f"engine {engine.name}: members changed")
         claims = False
         first_claiming = None
         requests = []
         for member, pool_name in zip(engine.members, pools, strict=True):
             pool = cluster.pool(pool_name)
             if pool is None:
-                return None, [], f"engine {engine.name}: pool {pool_name} is gone"
+                return None, [], _pins_changed(f"engine {engine.name}: pool {pool_name} is gone")
             match = matcher.match(member, pool.cls)
             if isinstance(match, NoMatch):
-                return None, [], (f"engine {engine.name}: member {member.index} "
-                                  f"({member.role}) no longer matches pool {pool_name}: {match}")
+                return None, [], _pins_changed(f"engine {engine.name}: member {member.index} "
+                                               f"({member.role}) no longer matches pool {pool_name}: {match}")
             if match.claims:
                 claims = True
                 first_claiming = first_claiming or pool_name
             requests.append(match.resolved)
             charges.append((pool_name, member_usage(member, match)))
         if not claims:
-            return None, [], f"engine {engine.name}: no member resolves a DRA device"
+            return None, [], _pins_changed(f"engine {engine.name}: no member resolves a DRA device")
         if len(set(pools)) > 1:
             domains = {cluster.pool(p).domain for p in pools}  # type: ignore[union-attr]
             if len(domains) != 1 or None in domains:
-                return None, [], f"engine {engine.name}: its pools no longer share a fabric domain"
+                return None, [], _pins_changed(f"engine {engine.name}: its pools no longer share a fabric domain")
         resolved[engine.name] = EnginePlacement(first_claiming or pools[0], tuple(pools), tuple(requests))
     return resolved, charges, None

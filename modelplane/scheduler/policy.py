@@ -1,4 +1,4 @@
-"""Compile the placement policies (issue 14) into the small shapes the phases use:
+"""Compile the placement policies into the small shapes the plugins and stages use:
 spread rules and preference tiers per deployment, and the FleetBudgets in scope."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ from modelplane.api import Fleet, ModelDeployment
 from modelplane.api.placement import FleetBudget
 from modelplane.vocabulary import CLUSTER_NAME_KEY
 
-from .shape import ClusterView
+from .shape import ClusterView, Labels, labels_of
 
 Key = tuple[str, str]
-Labels = tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,7 @@ class DeploymentPolicy:
         return bool(self.spread or self.preferences or self.budgets)
 
 
-def _labels(mapping: dict[str, str] | None) -> Labels:
-    return tuple(sorted((mapping or {}).items()))
+NO_POLICY = DeploymentPolicy()
 
 
 def budget_rules(fleet: Fleet) -> dict[str, BudgetRule]:
@@ -95,7 +93,7 @@ def compile_policy(fleet: Fleet, key: Key, dep: ModelDeployment) -> DeploymentPo
                        for c in block.spread_constraints)
         cp = block.cluster_preferences
         if cp is not None:
-            prefs = Preferences(tuple(Tier(t.name, _labels(t.cluster_selector.match_labels)) for t in cp.tiers),
+            prefs = Preferences(tuple(Tier(t.name, labels_of(t.cluster_selector.match_labels)) for t in cp.tiers),
                                 cp.return_after_plans, cp.max_moves_per_plan)
     budgets = tuple(name for name, b in sorted(fleet.budgets.items()) if _in_scope(b, key, dep))
     return DeploymentPolicy(spread, prefs, budgets)

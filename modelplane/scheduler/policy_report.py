@@ -1,4 +1,4 @@
-"""Lines the placement policies (issue 14) add to the `plan` table: one place, so the
+"""Lines the placement policies add to the `plan` table: one place, so the
 CLI and the Pulumi preview print the same words."""
 
 from __future__ import annotations

@@ -1,22 +1,27 @@
-"""Result and carried-over state of the placement policies (issue 14), with their JSON.
+"""Result and carried-over state of the placement policies, with their JSON.
 
 Everything here is optional in the `plan --json` schema: a deployment without a
 `placementPolicy`, a fleet without `FleetBudget`s and a fully placed deployment print
-exactly what they printed before.
+exactly what they printed before. Read with the one set of field readers (jsonfields).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:  # types.py imports this module
-    from .types import Condition
+from .conditions import Condition
+from .jsonfields import PlacementFormatError, Where, at, count, counts, need, optional_string, strings
 
 NOT_FEASIBLE = "NotFeasible"
 FITS_AFTER_SCALE_UP = "FitsAfterScaleUp"
 BLOCKED = "Blocked"
+
+
+def condition_from_json(c: Any, where: Where) -> Condition:
+    return Condition(need(c, "type", str, where), need(c, "status", str, where),
+                     need(c, "reason", str, where), need(c, "message", str, where, ""))
 
 
 @dataclass(frozen=True)
@@ -37,15 +42,12 @@ class Feasibility:
         return out
 
     @classmethod
-    def from_json(cls, data: Any) -> Feasibility | None:
+    def from_json(cls, data: Any, where: Where) -> Feasibility | None:
         if data is None:
             return None
-        if not (isinstance(data, dict) and isinstance(data.get("verdict"), str)):
-            raise ValueError("unplaced[].feasibility: expected an object with a verdict")
-        scale = data.get("scaleUp") or {}
-        if not (isinstance(scale, dict) and all(isinstance(n, int) for n in scale.values())):
-            raise ValueError("unplaced[].feasibility.scaleUp: expected {pool: nodes}")
-        return cls(data["verdict"], str(data.get("message", "")), data.get("cluster"), dict(scale))
+        scale = counts(need(data, "scaleUp", dict, where, {}), (*where, "scaleUp"), "node counts per pool")
+        return cls(need(data, "verdict", str, where), need(data, "message", str, where, ""),
+                   optional_string(data, "cluster", where), scale)
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,11 @@ class Move:
     def to_json(self) -> dict[str, Any]:
         return {"from": self.from_, "to": self.to, "fromTier": self.from_tier, "toTier": self.to_tier}
 
+    @classmethod
+    def from_json(cls, m: Any, where: Where) -> Move:
+        return cls(need(m, "from", str, where), need(m, "to", str, where),
+                   need(m, "fromTier", str, where, ""), need(m, "toTier", str, where, ""))
+
 
 @dataclass(frozen=True)
 class SpreadStatus:
@@ -75,12 +82,9 @@ class SpreadStatus:
         return out
 
     @classmethod
-    def from_json(cls, data: Any) -> SpreadStatus:
-        if not (isinstance(data, dict) and isinstance(data.get("topologyKey"), str)
-                and isinstance(data.get("groups", {}), dict)):
-            raise ValueError("placementPolicy.spread[]: expected {topologyKey, groups}")
-        return cls(data["topologyKey"], {str(g): int(n) for g, n in data.get("groups", {}).items()},
-                   int(data.get("ungrouped", 0)))
+    def from_json(cls, data: Any, where: Where) -> SpreadStatus:
+        groups = counts(need(data, "groups", dict, where, {}), (*where, "groups"), "replica counts per group")
+        return cls(need(data, "topologyKey", str, where), groups, count(data, "ungrouped", where, 0))
 
 
 @dataclass
@@ -106,32 +110,25 @@ class PolicyStatus:
         return out
 
     @classmethod
-    def from_deployment_json(cls, d: Mapping[str, Any]) -> PolicyStatus | None:
+    def from_deployment_json(cls, d: Mapping[str, Any], where: Where) -> PolicyStatus | None:
         """The carried-over state from one deployment of a previous placement document,
-        or None when it has none. Raises ValueError on a malformed block."""
-        not_ready = frozenset(
-            str(r.get("name")) for r in (d.get("replicas") or [])
-            if isinstance(r, dict) and r.get("ready") is False)
-        block = d.get("placementPolicy")
+        or None when it has none."""
+        not_ready = set()
+        for j, r in enumerate(need(d, "replicas", list, where, [])):
+            ready = need(r, "ready", bool, (*where, "replicas", j), default=True)
+            if not ready:
+                not_ready.add(need(r, "name", str, (*where, "replicas", j)))
+        block = None if d.get("placementPolicy") is None else need(d, "placementPolicy", dict, where)
         if block is None and not not_ready:
             return None
         if block is None:
             block = {}
-        if not isinstance(block, dict):
-            raise ValueError("placementPolicy: expected an object")
-        streak = block.get("returnStreak", 0)
-        if isinstance(streak, bool) or not isinstance(streak, int) or streak < 0:
-            raise ValueError("placementPolicy.returnStreak: expected a non-negative integer")
-        moves = []
-        for i, m in enumerate(block.get("moves") or []):
-            if not (isinstance(m, dict) and isinstance(m.get("from"), str) and isinstance(m.get("to"), str)):
-                raise ValueError(f"placementPolicy.moves[{i}]: expected {{\"from\": name, \"to\": name}}")
-            moves.append(Move(m["from"], m["to"], str(m.get("fromTier", "")), str(m.get("toTier", ""))))
-        tiers = block.get("tiers") or {}
-        if not (isinstance(tiers, dict) and all(isinstance(t, str) for t in tiers.values())):
-            raise ValueError("placementPolicy.tiers: expected {replica: tier name}")
-        spread = [SpreadStatus.from_json(s) for s in block.get("spread") or []]
-        return cls(dict(tiers), streak, moves, spread, not_ready)
+        bw = (*where, "placementPolicy")
+        moves = [Move.from_json(m, (*bw, "moves", i)) for i, m in enumerate(need(block, "moves", list, bw, []))]
+        tiers = strings(need(block, "tiers", dict, bw, {}), (*bw, "tiers"))
+        spread = [SpreadStatus.from_json(s, (*bw, "spread", i))
+                  for i, s in enumerate(need(block, "spread", list, bw, []))]
+        return cls(dict(tiers), count(block, "returnStreak", bw, 0), moves, spread, frozenset(not_ready))
 
 
 @dataclass
@@ -153,9 +150,11 @@ class BudgetStatus:
         return out
 
     @classmethod
-    def from_json(cls, data: Any, condition: Condition | None = None) -> BudgetStatus:
-        if not (isinstance(data, dict) and isinstance(data.get("name"), str)):
-            raise ValueError("budgets[]: expected an object with a name")
-        return cls(data["name"], int(data.get("maxDevices", 0)), int(data.get("used", 0)),
-                   [str(d) for d in data.get("deployments") or []], int(data.get("refusedReplicas", 0)),
-                   condition)
+    def from_json(cls, data: Any, where: Where) -> BudgetStatus:
+        deployments = need(data, "deployments", list, where, [])
+        if not all(isinstance(d, str) for d in deployments):
+            raise PlacementFormatError(f"{at((*where, 'deployments'))}: expected a list of \"namespace/name\"")
+        conditions = [condition_from_json(c, (*where, "conditions", i))
+                      for i, c in enumerate(need(data, "conditions", list, where, []))]
+        return cls(need(data, "name", str, where), count(data, "maxDevices", where, 0), count(data, "used", where, 0),
+                   list(deployments), count(data, "refusedReplicas", where, 0), conditions[0] if conditions else None)

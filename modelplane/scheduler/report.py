@@ -4,7 +4,7 @@ formatting of the typed placement; one home for `plan` and the Pulumi program.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from . import policy_report
@@ -31,6 +31,7 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
     """Every deployment: replicas placed of desired, conditions, each replica's cluster and
     engine pools, previous replicas not kept, and why each cluster refused the rest."""
     out = [f"accounting: {accounting}"]
+    lines: dict[int, list[str]] = {}     # reasons mappings deployments refused alike share
     if not placement.deployments:
         out.append("no ModelDeployments")
     for d in placement.deployments:
@@ -45,19 +46,45 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
         out += policy_report.deployment_lines(d)
         for rep, why in d.dropped:
             out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why}")
+        first = None
         for u in d.unplaced:
             out.append(f"  unplaced replica #{u.index}:{policy_report.verdict(u)}")
-            for cluster, why in u.reasons.items():
-                out.append(f"    {cluster}: {why}")
+            if first is not None and (u.reasons is first.reasons or u.reasons == first.reasons):
+                out.append(f"    refused as #{first.index}")
+                continue
+            first = u
+            if id(u.reasons) not in lines:
+                lines[id(u.reasons)] = [f"    {line}" for line in refusals(u.reasons)]
+            out += lines[id(u.reasons)]
     out += policy_report.budget_lines(placement)
     return "\n".join(out) + "\n"
+
+
+# Clusters giving one reason are named on one line from this many on: a thousand clusters
+# refusing for three reasons read as three lines, not a thousand.
+GROUP_FROM = 4
+
+
+def refusals(reasons: Mapping[str, str]) -> list[str]:
+    """`cluster: reason` per cluster, in cluster order; a reason given by GROUP_FROM or more
+    clusters is one line `c1, c2, ... (N clusters): reason`, where its first cluster stands."""
+    by_reason: dict[str, list[str]] = {}
+    for cluster in sorted(reasons):
+        by_reason.setdefault(reasons[cluster], []).append(cluster)
+    lines: list[tuple[str, str]] = []
+    for why, clusters in by_reason.items():
+        if len(clusters) >= GROUP_FROM:
+            lines.append((clusters[0], f"{', '.join(clusters)} ({len(clusters)} clusters): {why}"))
+        else:
+            lines += [(c, f"{c}: {why}") for c in clusters]
+    return [line for _, line in sorted(lines)]
 
 
 def explanations(d: DeploymentPlacement) -> list[str]:
     """One line per replica that could not be placed, naming each cluster's reason."""
     lines = []
     for unplaced in d.unplaced:
-        reasons = "; ".join(f"{c}: {r}" for c, r in sorted(unplaced.reasons.items()))
+        reasons = "; ".join(refusals(unplaced.reasons))
         lines.append(f"replica {unplaced.index} not placed:{policy_report.verdict(unplaced)}"
                      f"{';' if unplaced.feasibility else ''} {reasons or 'no candidate cluster'}")
     return lines

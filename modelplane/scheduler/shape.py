@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from modelplane.api import Fleet, ModelDeployment, NodePool
@@ -24,20 +25,8 @@ Labels = tuple[tuple[str, str], ...]
 Signature = tuple[tuple[str, str, str | None], ...]
 
 
-def _get(obj: Any, *path: str, default: Any = None) -> Any:
-    for name in path:
-        if obj is None:
-            return default
-        obj = getattr(obj, name, None)
-    return default if obj is None else obj
-
-
-def _nonneg(value: Any) -> int:
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return 0
-    return n if n > 0 else 0
+def _nonneg(value: int | None) -> int:
+    return value if value is not None and value > 0 else 0
 
 
 # ---------------------------------------------------------------- deployments
@@ -56,6 +45,12 @@ class MemberShape:
     pods: int          # pods of one gang: worker.nodes for a Worker, else 1
     copies: int        # engine copies; every copy needs its own pods
     requests: tuple[RequestShape, ...]
+    # What matching a pool's class depends on (the requests, by content): members of
+    # different deployments asking for the same devices share one answer.
+    match_key: tuple[object, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "match_key", tuple((r.name, r.count, r.cels) for r in self.requests))
 
     @property
     def pod_count(self) -> int:
@@ -67,6 +62,13 @@ class EngineShape:
     name: str
     copies: int
     members: tuple[MemberShape, ...]
+    # The engine by content: where it can be placed and what it costs depend on nothing
+    # else, so engines of deployments of one shape share their placement options.
+    key: tuple[object, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", (self.name, self.copies,
+                                         tuple((m.index, m.role, m.pods, m.copies, m.match_key) for m in self.members)))
 
 
 @dataclass(frozen=True)
@@ -93,33 +95,38 @@ class DeploymentShape:
     def key(self) -> tuple[str, str]:
         return (self.namespace, self.name)
 
+    @cached_property
+    def engines_key(self) -> tuple[object, ...]:
+        """Its engines by content (EngineShape.key): what placing one replica depends on."""
+        return tuple(e.key for e in self.engines)
+
     def engine(self, name: str) -> EngineShape | None:
         return next((e for e in self.engines if e.name == name), None)
 
 
-def _labels(mapping: Any) -> tuple[tuple[str, str], ...]:
+def labels_of(mapping: Any) -> Labels:
+    """matchLabels (or any label mapping) as sorted (key, value) pairs."""
     if not mapping:
         return ()
     return tuple(sorted((str(k), "" if v is None else str(v)) for k, v in dict(mapping).items()))
 
 
 def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment) -> DeploymentShape:
+    """The deployment as the scheduler sees it (the loader validated every field read here)."""
     namespace, name = key
-    spec = _get(dep, "spec", "template", "spec")
+    spec = dep.spec.template.spec
     engines = []
     invalid = None
-    for engine in _get(spec, "engines", default=[]):
-        copies = _get(engine, "copies", default=1) or 1
+    for engine in spec.engines:
+        copies = engine.copies or 1
         members = []
-        for mi, member in enumerate(_get(engine, "members", default=[])):
-            role = _get(member, "role", default="Standalone") or "Standalone"
-            pods = _get(member, "worker", "nodes", default=1) if role == "Worker" else 1
+        for mi, member in enumerate(engine.members):
+            role = member.role or "Standalone"
+            pods = member.worker.nodes if role == "Worker" and member.worker is not None else 1
             requests = []
-            for dev in _get(member, "node_selector", "devices", default=[]):
-                cels = tuple(s.cel for s in (_get(dev, "selectors", default=[]))
-                             if getattr(s, "cel", None))
-                requests.append(RequestShape(_get(dev, "name", default=""),
-                                             _get(dev, "count", default=1) or 1, cels))
+            for dev in member.node_selector.devices if member.node_selector is not None else []:
+                cels = tuple(s.cel for s in dev.selectors if s.cel)
+                requests.append(RequestShape(dev.name, dev.count or 1, cels))
                 if invalid is None:
                     err = _compile_error(cels)
                     if err is not None:
@@ -129,27 +136,20 @@ def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment)
             members.append(MemberShape(mi, role, max(1, int(pods)), int(copies), tuple(requests)))
         engines.append(EngineShape(engine.name, int(copies), tuple(members)))
 
-    cache_name = _get(spec, "model_cache_ref", "name")
+    cache_name = spec.model_cache_ref.name if spec.model_cache_ref is not None else None
     cache_selector: Labels = ()
     if cache_name:
         cache = fleet.caches.get((namespace, cache_name))
-        cache_selector = _labels(_get(cache, "spec", "cluster_selector", "match_labels"))
-
-    tolerations = tuple(
-        Toleration(
-            key=_get(t, "key", default=""),
-            operator=_get(t, "operator", default="Equal") or "Equal",
-            value=_get(t, "value", default=""),
-            effect=_get(t, "effect", default=""),
-        )
-        for t in _get(spec, "tolerations", default=[])
-    )
+        if cache is not None and cache.spec.cluster_selector is not None:
+            cache_selector = labels_of(cache.spec.cluster_selector.match_labels)
+    tolerations = tuple(Toleration(key=t.key or "", operator=t.operator or "Equal", value=t.value or "",
+                                   effect=t.effect or "") for t in spec.tolerations)
     return DeploymentShape(
         namespace=namespace,
         name=name,
-        desired=_nonneg(_get(dep, "spec", "replicas", default=0)),
+        desired=_nonneg(dep.spec.replicas),
         engines=tuple(engines),
-        selector=_labels(_get(spec, "cluster_selector", "match_labels")),
+        selector=labels_of(spec.cluster_selector.match_labels if spec.cluster_selector is not None else None),
         cache_name=cache_name,
         cache_selector=cache_selector,
         tolerations=tolerations,
@@ -157,7 +157,9 @@ def compile_deployment(fleet: Fleet, key: tuple[str, str], dep: ModelDeployment)
     )
 
 
+@lru_cache(maxsize=4096)
 def _compile_error(cels: tuple[str, ...]) -> str | None:
+    """Why one of the selectors does not compile, or None; once per distinct set."""
     # Deferred: importing modelplane.cel (cel-python, lark and its grammar) costs ~0.16 s, which
     # loading manifests and planning without a selector to compile need not pay.
     from modelplane import cel
@@ -221,6 +223,17 @@ class Taint:
         return f"{self.key}={self.value}:{self.effect}" if self.value else f"{self.key}:{self.effect}"
 
 
+@dataclass(frozen=True)
+class Outage:
+    """Why a cluster takes no new replicas (decided outside, with a clock: modelplane.observe);
+    `evacuate`: re-place the ones it has; `reachable`: its API server answers (a replica there
+    can be deleted). See scheduler.failover."""
+
+    reason: str
+    evacuate: bool = False
+    reachable: bool = False
+
+
 @dataclass(frozen=True, eq=False)
 class ClusterView:
     name: str
@@ -236,6 +249,8 @@ class ClusterView:
     # Why it takes no new replica now (unreachable, unready, a failover in flight:
     # scheduler.failover); None when it does.
     outage: str | None = None
+    # The signature as a small number (equal signatures, equal ids): cheap to key memos by.
+    sig_id: int = 0
 
     def pool(self, name: str) -> PoolView | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -246,29 +261,19 @@ def compile_classes(fleet: Fleet, only: str | None = None) -> dict[str, ClassVie
     for name in sorted(fleet.classes):
         if only is not None and name != only:
             continue
-        devices = []
-        for d in _get(fleet.classes[name], "spec", "devices", default=[]):
-            attrs = {k: (v.raw() if hasattr(v, "raw") else v)
-                     for k, v in (_get(d, "attributes", default={}) or {}).items()}
-            caps = {k: (getattr(v, "value", v)) for k, v in (_get(d, "capacity", default={}) or {}).items()}
-            devices.append(DeviceKind(
-                name=d.name,
-                dra=(_get(d, "claim", default="DRA") or "DRA") == "DRA",
-                device_class_name=_get(d, "device_class_name"),
-                count=_nonneg(_get(d, "count", default=1)),
-                driver=_get(d, "driver", default=""),
-                attributes_raw=attrs,
-                capacity_raw=caps,
-            ))
+        devices = [DeviceKind(name=d.name, dra=d.claim == "DRA", device_class_name=d.device_class_name,
+                              count=_nonneg(d.count), driver=d.driver,
+                              attributes_raw={k: v.raw() for k, v in d.attributes.items()},
+                              capacity_raw={k: v.value for k, v in d.capacity.items()})
+                   for d in fleet.classes[name].spec.devices]
         classes[name] = ClassView(name, tuple(devices))
     return classes
 
 
 def declared_nodes(pool: NodePool) -> int:
-    max_nodes = _get(pool, "max_node_count")
-    if max_nodes:
-        return _nonneg(max_nodes)
-    return _nonneg(_get(pool, "node_count", default=1))
+    if pool.max_node_count:
+        return _nonneg(pool.max_node_count)
+    return _nonneg(pool.node_count)
 
 
 def _fit(free: tuple[tuple[int, ...], ...], kinds: int) -> tuple[tuple[int, ...], ...]:
@@ -284,12 +289,13 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
     observed = observed or {}
     closed = closed or {}
     clusters = {}
+    signatures: dict[Signature, int] = {}
     for name in sorted(fleet.clusters):
         ic = fleet.clusters[name]
         seen = observed.get(name) or {}
         pools = []
-        for p in _get(ic, "spec", "node_pools", default=[]):
-            cls = classes.get(_get(p, "class_name"))
+        for p in ic.spec.node_pools:
+            cls = classes.get(p.class_name) if p.class_name else None
             # A pool whose class is missing or empty is not published (semantics §1.2).
             if cls is None or not cls.devices:
                 continue
@@ -299,14 +305,10 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
                 nodes, free = value.nodes, _fit(value.free, len(cls.devices))
             else:
                 nodes = _nonneg(value) if p.name in seen else declared_nodes(p)
-            domain = _get(p, "fabric", "domain") or None
-            pools.append(PoolView(p.name, cls, nodes, domain, free))
-        taints = tuple(Taint(_get(t, "key", default=""), _get(t, "value", default=""),
-                             _get(t, "effect", default=""))
-                       for t in _get(ic, "spec", "taints", default=[]))
-        labels = {str(k): "" if v is None else str(v)
-                  for k, v in (_get(ic, "metadata", "labels", default={}) or {}).items()}
-        clusters[name] = ClusterView(name, labels, taints, tuple(pools),
-                                     tuple((p.name, p.cls.name, p.domain) for p in pools),
-                                     cache_storage_problem(ic), closed.get(name))
+            pools.append(PoolView(p.name, cls, nodes, p.fabric.domain or None, free))
+        taints = tuple(Taint(t.key, t.value or "", t.effect) for t in ic.spec.taints)
+        labels = dict(ic.metadata.labels)
+        signature = tuple((p.name, p.cls.name, p.domain) for p in pools)
+        clusters[name] = ClusterView(name, labels, taints, tuple(pools), signature, cache_storage_problem(ic),
+                                     closed.get(name), signatures.setdefault(signature, len(signatures)))
     return clusters

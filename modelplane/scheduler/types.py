@@ -1,23 +1,30 @@
-"""Placement result types and their JSON form (the `plan --json` / `--previous` schema)."""
+"""Placement result types and their JSON form (the `plan --json` / `--previous` schema),
+read back with the one set of field readers (jsonfields)."""
 
 from __future__ import annotations
 
+import json
+import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
-from .policy_types import BudgetStatus, Feasibility, PolicyStatus
+from modelplane.api.model_deployment import MAX_REPLICAS
+
+from .conditions import Condition
+from .jsonfields import PlacementFormatError, Where, at, count, need, optional_string, string_list, strings
+from .policy_types import BudgetStatus, Feasibility, PolicyStatus, condition_from_json
+from .reasons import Reason, recorded
+
+__all__ = ["REASONS_OF", "Condition", "DeploymentPlacement", "EnginePlacement", "Failover", "FleetPlacement",
+           "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced"]
 
 # An unplaced replica whose reasons are those of an earlier one: its index.
 REASONS_OF = "reasonsOf"
-
-
-class PlacementFormatError(ValueError):
-    """A `--previous` document does not follow the placement schema."""
-
-
-_REQUIRED: Any = object()
+# No plan gives a replica an index past the replicas a deployment may have, with the ones
+# moving or failed over beside them: a larger one in a document is refused where it is
+# read (it would become a label value longer than Kubernetes allows).
+MAX_REPLICA_INDEX = 10 * MAX_REPLICAS
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,16 @@ class ResolvedRequest:
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "deviceClassName": self.device_class_name, "count": self.count,
                 "selectors": list(self.cels)}
+
+    @classmethod
+    def from_json(cls, q: Any, where: Where) -> ResolvedRequest:
+        if not isinstance(q, dict):
+            raise PlacementFormatError(f"{at(where)}: expected an object")
+        device_class = q.get("deviceClassName")
+        if device_class is not None and not isinstance(device_class, str):
+            raise PlacementFormatError(f"{at((*where, 'deviceClassName'))}: expected a string or null")
+        selectors = string_list(need(q, "selectors", list, where, []), (*where, "selectors"), "CEL expressions")
+        return cls(need(q, "name", str, where), device_class, count(q, "count", where), tuple(selectors))
 
 
 @dataclass(frozen=True)
@@ -58,6 +75,18 @@ class EnginePlacement:
         return {"pool": self.pool, "members": list(self.member_pools),
                 "requests": [[q.to_json() for q in member] for member in self.requests]}
 
+    @classmethod
+    def from_json(cls, e: Any, where: Where) -> EnginePlacement:
+        members = string_list(need(e, "members", list, where, []), (*where, "members"), "pool names")
+        requests = []
+        # per member, its resolved requests; absent in documents written before they were recorded
+        for i, member in enumerate(need(e, "requests", list, where, [])):
+            if not isinstance(member, list):
+                raise PlacementFormatError(f"{at((*where, 'requests', i))}: expected a list of requests")
+            requests.append(tuple(ResolvedRequest.from_json(q, (*where, "requests", i, j))
+                                  for j, q in enumerate(member)))
+        return cls(need(e, "pool", str, where), tuple(members), tuple(requests))
+
 
 @dataclass(frozen=True)
 class PlacedReplica:
@@ -74,24 +103,19 @@ class PlacedReplica:
             "engines": {e: self.engines[e].to_json() for e in self.engines},
         }
 
-
-@dataclass(frozen=True)
-class Condition:
-    type: str
-    status: str
-    reason: str
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"type": self.type, "status": self.status, "reason": self.reason,
-                "message": self.message}
+    @classmethod
+    def from_json(cls, r: Any, where: Where) -> PlacedReplica:
+        engines = {name: EnginePlacement.from_json(e, (*where, "engines", name))
+                   for name, e in need(r, "engines", dict, where).items()}
+        return cls(name=need(r, "name", str, where), index=count(r, "index", where, most=MAX_REPLICA_INDEX),
+                   cluster=need(r, "cluster", str, where), engines=engines)
 
 
 @dataclass(frozen=True)
 class Unplaced:
     index: int
     # cluster name -> the first reason that cluster could not take this replica
-    reasons: Mapping[str, str]
+    reasons: Mapping[str, Reason]
     feasibility: Feasibility | None = None   # policies: NotFeasible, FitsAfterScaleUp or Blocked
 
     def to_json(self) -> dict[str, Any]:
@@ -114,11 +138,9 @@ class Failover:
         return {"from": self.from_, "cluster": self.cluster, "to": self.to}
 
     @classmethod
-    def from_json(cls, data: Any) -> Failover:
-        if not (isinstance(data, dict) and isinstance(data.get("from"), str) and isinstance(data.get("cluster"), str)
-                and (data.get("to") is None or isinstance(data.get("to"), str))):
-            raise ValueError('expected {"from": replica, "cluster": name, "to": replica or null}')
-        return cls(data["from"], data["cluster"], data.get("to"))
+    def from_json(cls, data: Any, where: Where) -> Failover:
+        return cls(need(data, "from", str, where), need(data, "cluster", str, where),
+                   optional_string(data, "to", where))
 
 
 @dataclass
@@ -132,7 +154,7 @@ class DeploymentPlacement:
     # previous replicas not kept, with why (moved, drained, scaled down); for reports,
     # not part of the JSON schema
     dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list, compare=False)
-    # spread, tiers, moves (issue 14); None for a deployment without placementPolicy
+    # spread, tiers, moves; None for a deployment without placementPolicy
     policy: PolicyStatus | None = field(default=None, compare=False)
     # replicas set aside on failed clusters and their replacements (scheduler.failover)
     failover: list[Failover] = field(default_factory=list)
@@ -140,14 +162,15 @@ class DeploymentPlacement:
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None) -> dict[str, Any]:
+        """`reasons`: how to write each unplaced replica's reasons (a copy of the mapping by default)."""
         return {
             "namespace": self.namespace,
             "name": self.name,
             "desired": self.desired,
             "replicas": [r.to_json() for r in self.replicas],
             "conditions": [c.to_json() for c in self.conditions],
-            "unplaced": _unplaced_json(self.unplaced),
+            "unplaced": _unplaced_json(self.unplaced, reasons),
             **self._policy_json(),
             **({"failover": [f.to_json() for f in self.failover]} if self.failover else {}),
         }
@@ -156,11 +179,43 @@ class DeploymentPlacement:
         block = self.policy.to_json() if self.policy is not None else {}
         return {"placementPolicy": block} if block else {}
 
+    @classmethod
+    def from_json(cls, d: Any, where: Where) -> DeploymentPlacement:
+        replicas = [PlacedReplica.from_json(r, (*where, "replicas", j))
+                    for j, r in enumerate(need(d, "replicas", list, where, []))]
+        conditions = [condition_from_json(c, (*where, "conditions", j))
+                      for j, c in enumerate(need(d, "conditions", list, where, []))]
+        unplaced: list[Unplaced] = []
+        for j, u in enumerate(need(d, "unplaced", list, where, [])):
+            uw = (*where, "unplaced", j)
+            if isinstance(u, dict) and REASONS_OF in u:
+                same = need(u, REASONS_OF, int, uw)
+                reasons = next((p.reasons for p in unplaced if p.index == same), None)
+                if reasons is None:
+                    raise PlacementFormatError(f"{at((*uw, REASONS_OF))}: no earlier unplaced replica {same}")
+            else:
+                texts = strings(need(u, "reasons", dict, uw, {}), (*uw, "reasons"))
+                reasons = {cluster: recorded(text) for cluster, text in texts.items()}
+            unplaced.append(Unplaced(need(u, "index", int, uw), reasons,
+                                     Feasibility.from_json(u.get("feasibility"), (*uw, "feasibility"))))
+        return cls(
+            namespace=need(d, "namespace", str, where),
+            name=need(d, "name", str, where),
+            desired=count(d, "desired", where, len(replicas)),
+            replicas=replicas,
+            conditions=conditions,
+            unplaced=unplaced,
+            policy=PolicyStatus.from_deployment_json(d, where),
+            failover=[Failover.from_json(f, (*where, "failover", j))
+                      for j, f in enumerate(need(d, "failover", list, where, []))],
+        )
 
-def _unplaced_json(unplaced: list[Unplaced]) -> list[dict[str, Any]]:
+
+def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Reason]], object] | None = None
+                   ) -> list[dict[str, Any]]:
     """Every unplaced replica of a deployment has the same per-cluster reasons (one fill
     refused them all): written once, then `"reasonsOf": <that replica's index>`. With a
-    thousand clusters the copies were most of a placement's JSON (issue 15 item 6)."""
+    thousand clusters the copies were most of a placement's JSON."""
     out: list[dict[str, Any]] = []
     first: Unplaced | None = None
     for u in unplaced:
@@ -170,6 +225,8 @@ def _unplaced_json(unplaced: list[Unplaced]) -> list[dict[str, Any]]:
             entry[REASONS_OF] = first.index
         else:
             first = u
+            if reasons is not None:
+                entry["reasons"] = reasons(u.reasons)
         out.append(entry)
     return out
 
@@ -189,154 +246,49 @@ class FleetPlacement:
         """(namespace, name) -> deployment, the first one where a name repeats (as `find`)."""
         return {(d.namespace, d.name): d for d in reversed(self.deployments)}
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"deployments": [d.to_json() for d in self.deployments]}
+    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"deployments": [d.to_json(reasons) for d in self.deployments]}
         if self.budgets:
             out["budgets"] = [b.to_json() for b in self.budgets]
         return out
+
+    def to_json_text(self) -> str:
+        """`json.dumps(self.to_json(), separators=(",", ":"))`, byte for byte, faster: the
+        scheduler shares one reasons mapping between deployments refused alike (hundreds
+        on an oversubscribed fleet, most of its JSON), so each shared one is encoded once
+        and spliced in where a one-off placeholder stands."""
+        uses: dict[int, int] = {}
+        for d in self.deployments:
+            if d.unplaced:
+                uses[id(d.unplaced[0].reasons)] = uses.get(id(d.unplaced[0].reasons), 0) + 1
+        if all(n == 1 for n in uses.values()):
+            return json.dumps(self.to_json(), separators=(",", ":"))
+        nonce = secrets.token_hex(8)
+        texts: list[str] = []
+        marks: dict[int, str] = {}
+
+        def once(mapping: Mapping[str, Reason]) -> object:
+            if uses.get(id(mapping), 0) < 2:
+                return dict(mapping)
+            mark = marks.get(id(mapping))
+            if mark is None:
+                mark = marks[id(mapping)] = f"\x00{nonce}{len(texts)}\x00"
+                texts.append(json.dumps(dict(mapping), separators=(",", ":")))
+            return mark
+
+        pieces = json.dumps(self.to_json(once), separators=(",", ":")).split(f'"\\u0000{nonce}')
+        out = [pieces[0]]
+        for piece in pieces[1:]:            # "<n>\u0000" then the rest of the document
+            n, rest = piece.split('\\u0000"', 1)
+            out += (texts[int(n)], rest)
+        return "".join(out)
 
     @classmethod
     def from_json(cls, data: Any) -> FleetPlacement:
         """A placement read back from `to_json` output; PlacementFormatError naming the
         JSON path of the first field that does not follow the schema."""
-        return _fleet_from_json(data)
-
-
-# Where in the document a value sits, as a tuple of keys and indexes: formatted only
-# when an error is raised, so reading 20,000 replicas builds no path strings.
-Where = tuple[str | int, ...]
-
-
-def _at(where: Where) -> str:
-    out = "$"
-    for part in where:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
-    return out
-
-
-def _need(obj: Any, key: str, kind: type, where: Where, default: Any = _REQUIRED) -> Any:
-    if not isinstance(obj, dict):
-        raise PlacementFormatError(f"{_at(where)}: expected an object")
-    if key not in obj:
-        if default is _REQUIRED:
-            raise PlacementFormatError(f"{_at(where)}: missing {key!r}")
-        return default
-    value = obj[key]
-    # bool is an int subclass; an index or a count must not be true/false
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise PlacementFormatError(f"{_at((*where, key))}: expected {_KIND_NAMES[kind]}, "
-                                   f"got {_json_type(value)}")
-    return value
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    return _KIND_NAMES.get(type(value), type(value).__name__)
-
-
-_KIND_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "a boolean", list: "an array",
-                                dict: "an object", float: "a number"}
-
-
-def _strings(value: Any, where: Where) -> dict[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise PlacementFormatError(f"{_at(where)}: expected an object of strings")
-    return value
-
-
-def _requests_from_json(data: Any, where: Where) -> tuple[tuple[ResolvedRequest, ...], ...]:
-    """Per member, its resolved requests; absent in documents written before they were recorded."""
-    out = []
-    for i, member in enumerate(data):
-        if not isinstance(member, list):
-            raise PlacementFormatError(f"{_at((*where, i))}: expected a list of requests")
-        resolved = []
-        for j, q in enumerate(member):
-            qw = (*where, i, j)
-            if not isinstance(q, dict):
-                raise PlacementFormatError(f"{_at(qw)}: expected an object")
-            device_class = q.get("deviceClassName")
-            if device_class is not None and not isinstance(device_class, str):
-                raise PlacementFormatError(f"{_at((*qw, 'deviceClassName'))}: expected a string or null")
-            selectors = _need(q, "selectors", list, qw, [])
-            if not all(isinstance(sel, str) for sel in selectors):
-                raise PlacementFormatError(f"{_at((*qw, 'selectors'))}: expected a list of CEL expressions")
-            resolved.append(ResolvedRequest(_need(q, "name", str, qw), device_class,
-                                            _need(q, "count", int, qw), tuple(selectors)))
-        out.append(tuple(resolved))
-    return tuple(out)
-
-
-def _replica_from_json(r: Any, where: Where) -> PlacedReplica:
-    engines = {}
-    for ename, e in _need(r, "engines", dict, where).items():
-        ew = (*where, "engines", ename)
-        members = _need(e, "members", list, ew, [])
-        if not all(isinstance(m, str) for m in members):
-            raise PlacementFormatError(f"{_at((*ew, 'members'))}: expected a list of pool names")
-        requests = _requests_from_json(_need(e, "requests", list, ew, []), (*ew, "requests"))
-        engines[ename] = EnginePlacement(_need(e, "pool", str, ew), tuple(members), requests)
-    return PlacedReplica(name=_need(r, "name", str, where), index=_need(r, "index", int, where),
-                         cluster=_need(r, "cluster", str, where), engines=engines)
-
-
-def _deployment_from_json(d: Any, where: Where) -> DeploymentPlacement:
-    replicas = [_replica_from_json(r, (*where, "replicas", j))
-                for j, r in enumerate(_need(d, "replicas", list, where, []))]
-    conditions = []
-    for j, c in enumerate(_need(d, "conditions", list, where, [])):
-        cw = (*where, "conditions", j)
-        conditions.append(Condition(_need(c, "type", str, cw), _need(c, "status", str, cw),
-                                    _need(c, "reason", str, cw), _need(c, "message", str, cw, "")))
-    unplaced: list[Unplaced] = []
-    for j, u in enumerate(_need(d, "unplaced", list, where, [])):
-        uw = (*where, "unplaced", j)
-        if isinstance(u, dict) and REASONS_OF in u:
-            same = _need(u, REASONS_OF, int, uw)
-            reasons = next((p.reasons for p in unplaced if p.index == same), None)
-            if reasons is None:
-                raise PlacementFormatError(f"{_at((*uw, REASONS_OF))}: no earlier unplaced replica {same}")
-        else:
-            reasons = _strings(_need(u, "reasons", dict, uw, {}), (*uw, "reasons"))
-        unplaced.append(Unplaced(_need(u, "index", int, uw), reasons,
-                                 _extension(partial(Feasibility.from_json, u.get("feasibility")),
-                                            (*uw, "feasibility"))))
-    return DeploymentPlacement(
-        namespace=_need(d, "namespace", str, where),
-        name=_need(d, "name", str, where),
-        desired=_need(d, "desired", int, where, len(replicas)),
-        replicas=replicas,
-        conditions=conditions,
-        unplaced=unplaced,
-        policy=_extension(partial(PolicyStatus.from_deployment_json, d), where),
-        failover=[_extension(partial(Failover.from_json, f), (*where, "failover", j))
-                  for j, f in enumerate(_need(d, "failover", list, where, []))],
-    )
-
-
-def _fleet_from_json(data: Any) -> FleetPlacement:
-    deployments = [_deployment_from_json(d, ("deployments", i))
-                   for i, d in enumerate(_need(data, "deployments", list, ()))]
-    deployments.sort(key=lambda x: (x.namespace, x.name))
-    budgets = [_extension(partial(_budget_from_json, b), ("budgets", i))
-               for i, b in enumerate(_need(data, "budgets", list, (), []))]
-    return FleetPlacement(deployments, budgets)
-
-
-T = TypeVar("T")
-
-
-def _extension(parse: Callable[[], T], where: Where) -> T:
-    """Parse a block of the placement policies (policy_types), naming its path on error."""
-    try:
-        return parse()
-    except (ValueError, TypeError, KeyError) as exc:
-        raise PlacementFormatError(f"{_at(where)}: {exc}") from exc
-
-
-def _budget_from_json(b: Any) -> BudgetStatus:
-    conditions = b.get("conditions") or [] if isinstance(b, dict) else []
-    cond = next((Condition(str(c["type"]), str(c["status"]), str(c["reason"]), str(c.get("message", "")))
-                 for c in conditions), None)
-    return BudgetStatus.from_json(b, cond)
+        deployments = [DeploymentPlacement.from_json(d, ("deployments", i))
+                       for i, d in enumerate(need(data, "deployments", list, ()))]
+        deployments.sort(key=lambda x: (x.namespace, x.name))
+        budgets = [BudgetStatus.from_json(b, ("budgets", i)) for i, b in enumerate(need(data, "budgets", list, (), []))]
+        return cls(deployments, budgets)

@@ -12,7 +12,8 @@ import pytest
 from modelplane.__main__ import main
 from modelplane.limits import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES
 from modelplane.scheduler import FleetPlacement, PlacedReplica
-from modelplane.scheduler.phases import DeploymentState, scale_down
+from modelplane.scheduler.cycle import DeploymentState
+from modelplane.scheduler.retain import scale_down_replicas as scale_down
 from modelplane.scheduler.shape import DeploymentShape
 from tests.manifests import cluster, deployment, gpu_class, pool, to_yaml
 

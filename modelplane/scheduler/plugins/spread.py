@@ -1,20 +1,31 @@
-"""Spread constraints (issue 14): replicas of one deployment over groups of clusters
-that share a label value, with minGroups, maxGroups and maxReplicasPerGroup.
+"""spread (`spreadConstraints`): replicas of one deployment over groups of clusters that
+share a label value, with minGroups, maxGroups and maxReplicasPerGroup.
 
+* admit: a cluster is refused when its group already holds `maxReplicasPerGroup`, when it
+  would open a group past `maxGroups`, or when the replicas still to place are exactly the
+  groups `minGroups` still needs and its group is already used;
+* score: clusters of groups not used yet first, while `minGroups` is not reached;
+* reserve/unreserve: count the replica in its group;
+* reports `SpreadSatisfied` and `placementPolicy.spread`.
+
+Every refusal is monotone while one deployment fills (counts only grow, the replicas left
+only shrink), so a cluster refused once stays refused for the rest of that fill.
 Learned from Karmada's `spreadConstraints` (spreadByLabel, minGroups, maxGroups) and
-KubeFleet's topology spread; see docs/scheduler.md for where ours differs. Every block
-below is monotone while one deployment fills (counts only grow, the replicas left only
-shrink), so a cluster refused once stays refused for the rest of that fill.
+KubeFleet's topology spread; docs/scheduler.md says where ours differs.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Self
 
-from .policy import SpreadRule
-from .policy_types import SpreadStatus
-from .shape import ClusterView
+from modelplane.scheduler.conditions import Condition, spread_satisfied
+from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Key, Reservation
+from modelplane.scheduler.policy import SpreadRule
+from modelplane.scheduler.policy_types import PolicyStatus, SpreadStatus
+from modelplane.scheduler.reasons import SPREAD_CONSTRAINT, Reason
+from modelplane.scheduler.shape import ClusterView
 
 
 @dataclass
@@ -134,3 +145,52 @@ class SpreadState:
         return [SpreadStatus(rule.key, {g: n for g, n in sorted(self.counts[i].items()) if n > 0},
                              self.ungrouped[i])
                 for i, rule in enumerate(self.rules)]
+
+
+SPREAD = Key[SpreadState]("spread")
+
+
+class Spread(Binding):
+    name = "spread"
+    reserve_refuses = False
+
+    def __init__(self, cycle: Cycle, st: DeploymentState, rules: tuple[SpreadRule, ...]) -> None:
+        self.cycle, self.st, self.rules = cycle, st, rules
+        self.state = SpreadState.of(rules, cycle.clusters, [])
+        self._groups: tuple[int, ...] = ()
+
+    @classmethod
+    def bind(cls, cycle: Cycle, st: DeploymentState) -> Self | None:
+        rules = st.policy.spread
+        return cls(cycle, st, rules) if rules else None
+
+    def begin(self) -> None:
+        self.state = self.st.put(SPREAD, SpreadState.of(self.rules, self.cycle.clusters,
+                                                        [r.cluster for r in self.st.current]))
+        self._groups = self.state.groups_used()
+
+    def admit(self, cluster: ClusterView, remaining: int) -> Reason | None:
+        why = self.state.block_reason(cluster.name, remaining)
+        return Reason(SPREAD_CONSTRAINT, self.name, why) if why is not None else None
+
+    def score(self, cluster: ClusterView) -> int:
+        return self.state.preference(cluster.name)
+
+    def rescore_all(self) -> bool:
+        # A new group changes every cluster's preference, down as well as up.
+        groups = self.state.groups_used()
+        changed, self._groups = groups != self._groups, groups
+        return changed
+
+    def reserve(self, r: Reservation) -> Reason | None:
+        self.state.add(r.cluster.name)
+        return None
+
+    def unreserve(self, r: Reservation) -> None:
+        self.state.remove(r.cluster.name)
+
+    def conditions(self) -> list[Condition]:
+        return [spread_satisfied(self.st.desired, self.state.problems(self.st.desired), self.state.summary())]
+
+    def status(self, status: PolicyStatus) -> None:
+        status.spread = self.state.status()

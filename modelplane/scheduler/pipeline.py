@@ -1,0 +1,79 @@
+"""The pipeline: the named stages of one placement pass, in the order they run, and the
+compile step that sets up the cycle. Stages are fleet-level rules; the per-cluster rules
+are the plugins (plugins.REGISTRY) the `retain` and `fill` stages run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from modelplane.api import Fleet
+
+from . import budget, failover, feasibility, fill, ledger_stage, plugins, preferences, results, retain
+from .cycle import Cycle, DeploymentState
+from .ledger import ObservedCapacity
+from .matching import Matcher
+from .policy import compile_policy
+from .shape import Outage, compile_clusters, compile_deployment
+from .types import FleetPlacement
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    run: Callable[[Cycle], None]
+
+
+STAGES: tuple[Stage, ...] = (
+    Stage("retain", retain.retain),
+    Stage("failover: set aside", failover.set_aside),
+    Stage("preferences: settle moves", preferences.settle),
+    Stage("scale down", retain.scale_down),
+    Stage("preferences: rejoin", preferences.rejoin),
+    Stage("budgets: trim kept", budget.trim_kept),
+    Stage("ledger", ledger_stage.build),
+    Stage("preferences: end broken moves", preferences.end_broken),
+    Stage("budgets: recharge kept", budget.recharge_kept),
+    Stage("fill", fill.fill),
+    Stage("preferences: move back", preferences.move_back),
+    Stage("failover: link", failover.link),
+    Stage("feasibility", feasibility.assess),
+    Stage("results", results.build),
+    Stage("budgets: status", budget.report),
+)
+
+
+def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacement | None,
+          observed: ObservedCapacity | None, outages: Mapping[str, Outage],
+          inputs: Mapping[str, object] | None = None) -> Cycle:
+    """Compile: the clusters (observed sizes, closed clusters), every deployment's shape and
+    policy in (namespace, name) order, and each one's plugin bindings."""
+    clusters = compile_clusters(fleet, observed, failover.closed_clusters(previous, outages))
+    cycle = Cycle(fleet, clusters, matcher, accounting, previous=previous, outages=outages, observed=observed,
+                  inputs=inputs)
+    for key in sorted(fleet.deployments):
+        dep = fleet.deployments[key]
+        cycle.deployments.append(DeploymentState(compile_deployment(fleet, key, dep),
+                                                 policy=compile_policy(fleet, key, dep)))
+    for st in cycle.deployments:        # after every deployment exists: bindings may look at all
+        st.engines_id = cycle.engines_id(st.shape)
+        st.bind(b for plugin in plugins.REGISTRY if (b := plugin.bind(cycle, st)) is not None)
+        for b in st.hooks["desired"]:
+            st.desired = b.desired(st.desired)
+    return cycle
+
+
+def run(cycle: Cycle) -> Cycle:
+    for stage in STAGES:
+        stage.run(cycle)
+    return release(cycle)
+
+
+def release(cycle: Cycle) -> Cycle:
+    """Bindings point back at their cycle and deployment (and deferred reasons at their
+    binding): let go of them, so that nothing the pass built is cyclic and reference
+    counting frees it, with no collection scanning the loaded fleet to find it."""
+    for st in cycle.deployments:
+        st.bind(())
+        st.refused.clear()
+    return cycle
