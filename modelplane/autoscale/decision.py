@@ -188,13 +188,16 @@ def decide(autoscaler: ReplicaAutoscaler, current: int, readings: Mapping[str, R
                      "never scales down", statuses, history)
     stabilized, recommendations = _stabilize(history, current, proposal, now, up, down)
     desired, limit_reason, limit_message = _limit(current, stabilized, history, now, low, high, up, down)
-    able = c.READY_FOR_NEW_SCALE
+    stable = c.READY_FOR_NEW_SCALE
     if stabilized != proposal:
-        able = c.SCALE_UP_STABILIZED if proposal >= current else c.SCALE_DOWN_STABILIZED
+        stable = c.SCALE_UP_STABILIZED if proposal >= current else c.SCALE_DOWN_STABILIZED
     new_history = _record_event(History(recommendations, history.scale_up, history.scale_down), current, desired,
                                 now, up, down)
+    # HPA sets AbleToScale from the stabilization, then, when it rescales, SucceededRescale.
+    able, able_message = ((c.SUCCEEDED_RESCALE, f"the autoscaler set the replica count to {desired}")
+                          if desired != current else (stable, _ABLE_MESSAGES[stable]))
     conds = (
-        c.condition(c.ABLE_TO_SCALE, status=True, reason=able, message=_ABLE_MESSAGES[able]),
+        c.condition(c.ABLE_TO_SCALE, status=True, reason=able, message=able_message),
         c.condition(c.SCALING_ACTIVE, status=True, reason=c.VALID_METRIC_FOUND,
                     message=f"the replica count is computed from {best.type}"),
         c.condition(c.SCALING_LIMITED, status=limit_reason != c.DESIRED_WITHIN_RANGE, reason=limit_reason,
@@ -202,8 +205,8 @@ def decide(autoscaler: ReplicaAutoscaler, current: int, readings: Mapping[str, R
     )
     if limit_reason != c.DESIRED_WITHIN_RANGE:
         reason = limit_reason
-    elif able != c.READY_FOR_NEW_SCALE:
-        reason = able
+    elif stable != c.READY_FOR_NEW_SCALE:
+        reason = stable
     else:
         reason = c.SCALED_UP if desired > current else c.SCALED_DOWN if desired < current else c.NO_CHANGE
     return Decision(current, desired, proposal, reason, _summary(current, desired, proposal, best, statuses),

@@ -73,6 +73,27 @@ def test_ratio_and_tolerance(name, current, reading, behavior, desired, reason) 
     assert (d.desired, d.reason) == (desired, reason), d.message
 
 
+ABLE_CASES = [
+    # name, current, QueueDepth average, history, AbleToScale reason
+    ("a rescale is SucceededRescale (horizontal.go, after the scale update)", 1, 30, [], c.SUCCEEDED_RESCALE),
+    ("a count that holds matches its recommendation: ReadyForNewScale", 3, 4, [], c.READY_FOR_NEW_SCALE),
+    ("a scale-down held by the window is ScaleDownStabilized", 4, 1, [(60, 4)], c.SCALE_DOWN_STABILIZED),
+    ("a scale-down the window only slows is still a rescale", 4, 1, [(60, 2)], c.SUCCEEDED_RESCALE),
+]
+
+
+@pytest.mark.parametrize("name, current, average, recommendations, able", ABLE_CASES,
+                         ids=[case[0] for case in ABLE_CASES])
+def test_able_to_scale_follows_hpa(name, current, average, recommendations, able) -> None:
+    """HPA sets AbleToScale from the stabilization (ReadyForNewScale, ScaleUp/DownStabilized)
+    and, once it has changed the target's scale, SucceededRescale (reconcileAutoscaler)."""
+    d = decide(scaler(10, queue(4)), current, {"QueueDepth": each(average, current)}, history(recommendations), NOW)
+    condition = d.condition(c.ABLE_TO_SCALE)
+    assert condition is not None and condition.reason == able, (d.desired, condition)
+    if able == c.SUCCEEDED_RESCALE:
+        assert d.desired != current and condition.message == f"the autoscaler set the replica count to {d.desired}"
+
+
 def test_exact_arithmetic() -> None:
     """In float64, 0.9 / 0.3 is 3.0000000000000004 and its ceiling 4; and HPA's float64
     product 1000m / 300m x 3 is 10.000000000000002, whose ceiling is 11. Ours is exact."""
