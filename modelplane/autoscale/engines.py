@@ -170,7 +170,8 @@ def replica_readings(autoscaler: ReplicaAutoscaler, engine: str, replicas: Seque
         if reporting == 0 and missing:
             out[metric.type] = Unreadable(f"no ready replica reported {series.name}: {errors[0]}")
         else:
-            out[metric.type] = MetricReading(total, reporting, missing, unready, observed_at=now)
+            out[metric.type] = MetricReading(total, reporting, missing, unready, observed_at=now,
+                                             note=errors[0] if errors else None)
     return out
 
 

@@ -34,6 +34,7 @@ class MetricReading:
     missing: int = 0
     unready: int = 0
     observed_at: float | None = None   # unix seconds; None: read now
+    note: str | None = None            # why the first missing replica did not report (never its content)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.total, (int, float)) and math.isfinite(self.total) and self.total >= 0):

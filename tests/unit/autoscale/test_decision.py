@@ -52,8 +52,8 @@ RATIO_CASES = [
      {"scaleUp": {"tolerance": 0}}, 4, c.SCALED_UP),
     ("configurable tolerance: a wide scaleDown tolerance holds at half the target", 4, each(2, 4),
      {"scaleDown": {"tolerance": 0.5}}, 4, c.NO_CHANGE),
-    ("missing replicas at the target dampen a scale-down (TestReplicaCalcMissingMetrics: 4 -> 3)", 4,
-     each(1, 2, missing=2), None, 3, c.SCALED_DOWN),
+    ("missing replicas hold a scale-down (HPA's TestReplicaCalcMissingMetrics dampens it to 3: ours holds, an "
+     "unreadable replica may be the busiest)", 4, each(1, 2, missing=2), None, 4, c.SCALE_DOWN_SKIPPED),
     ("missing replicas at 0 dampen a scale-up into the tolerance: no change", 4, each(8, 2, missing=2), None, 4,
      c.NO_CHANGE),
     ("missing replicas at 0 still let a large scale-up through", 4, each(12, 2, missing=2), None, 6, c.SCALED_UP),
