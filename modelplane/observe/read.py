@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from modelplane.kube import BadAnswer, ConfigError, JsonObject, KubeClient, NoAnswer
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
@@ -108,14 +108,26 @@ def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAUL
     seconds whatever the clusters do. A reader still busy past it is abandoned (a daemon thread;
     the cluster is reported unreachable) and told to stop: it closes its connection at the next
     chunk it receives, so nothing keeps downloading behind a later read (verify --wait)."""
-    results: dict[str, Reading] = {}
+    return concurrently(kubeconfigs, timeout, lambda name, path, cancel: read_cluster(
+        name, path, timeout, (contexts or {}).get(name), cancel))
+
+
+R = TypeVar("R")
+
+
+def concurrently(kubeconfigs: Mapping[str, Path | str], timeout: float,
+                 read: Callable[[str, Path | str, threading.Event], R]) -> dict[str, R | NotRead | Unreachable]:
+    """`read(cluster, kubeconfig, cancel)` for every cluster at once, one daemon thread each,
+    sorted by cluster: within about `timeout` seconds; a reader still busy then is told to stop
+    (`cancel`) and its cluster is Unreachable; one that raises is NotRead with why."""
+    results: dict[str, R | NotRead | Unreachable] = {}
     lock = threading.Lock()
     cancel = threading.Event()
 
     def run(name: str, path: Path | str) -> None:
-        reading: Reading
+        reading: R | NotRead | Unreachable
         try:
-            reading = read_cluster(name, path, timeout, (contexts or {}).get(name), cancel)
+            reading = read(name, path, cancel)
         except Exception as exc:  # noqa: BLE001 - a reader thread must report, never die silently
             reading = NotRead(name, _reason(f"reading failed: {type(exc).__name__}: {exc}"))
         with lock:
