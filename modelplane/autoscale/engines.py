@@ -144,6 +144,23 @@ def _buckets(pod: PodMetrics, series: Series) -> Buckets:
     return buckets_of(_family(pod, series).families[series.name], series.name)
 
 
+def replica_idle(deployment: ModelDeployment, replica: ReplicaMetrics | None) -> bool | None:
+    """Whether nothing runs or waits on any of the replica's engines (its engine's queue and
+    batch gauges all 0): a replica out of the routes has drained. None when that cannot be
+    known (no metrics, or an engine's could not be read)."""
+    if replica is None or not replica.pods:
+        return None
+    table = ENGINE_METRICS[engine_of(deployment)]
+    for pod in replica.pods:
+        for type_ in (QUEUE_DEPTH, REQUESTS_RUNNING):
+            try:
+                if _gauge(pod, table[type_]) != 0:
+                    return False
+            except ExpositionError:
+                return None
+    return True
+
+
 def replica_readings(autoscaler: ReplicaAutoscaler, engine: str, replicas: Sequence[ReplicaMetrics],
                      now: float) -> dict[str, Reading]:
     """HPA's per-pod grouping, per replica: a ready replica whose metric reads is
@@ -176,4 +193,4 @@ def replica_readings(autoscaler: ReplicaAutoscaler, engine: str, replicas: Seque
 
 
 __all__ = ["DEFAULT_ENGINE", "ENGINE_METRICS", "SGLANG", "VLLM", "PodMetrics", "ReplicaMetrics", "Series",
-           "engine_of", "replica_readings", "replica_value"]
+           "engine_of", "replica_idle", "replica_readings", "replica_value"]

@@ -23,7 +23,7 @@ draining, MAX_MESSAGE characters a message).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,13 +114,7 @@ class ScalingState:
     def with_draining(self, placement: FleetPlacement) -> FleetPlacement:
         """`placement` plus the replicas still draining, whose objects (engines) must keep
         running: what is applied, where `placement` is what is routed."""
-        if not self.draining:
-            return placement
-        extra = self.draining_of()
-        doc = placement.to_json()
-        for dep in doc["deployments"]:
-            dep["replicas"] = [*dep["replicas"], *(r.to_json() for r in extra.get((dep["namespace"], dep["name"]), []))]
-        return FleetPlacement.from_json(doc)
+        return with_leaving(placement, self.draining)
 
     @classmethod
     def from_json(cls, data: Any) -> ScalingState:
@@ -137,6 +131,20 @@ class ScalingState:
         if not isinstance(items, list) or len(items) > MAX_DRAINING:
             raise StateFormatError(f"$.draining: expected a list of at most {MAX_DRAINING} replicas")
         return cls(autoscalers, tuple(_draining(d, f"$.draining[{i}]") for i, d in enumerate(items)))
+
+
+def with_leaving(placement: FleetPlacement, leaving: Sequence[Draining]) -> FleetPlacement:
+    """`placement` with the `leaving` replicas added to their deployments (the one rule for
+    what runs while replicas drain: the Pulumi stacks' plan and the local loop)."""
+    if not leaving:
+        return placement
+    extra: dict[Key, list[PlacedReplica]] = {}
+    for d in leaving:
+        extra.setdefault((d.namespace, d.deployment), []).append(d.replica)
+    doc = placement.to_json()
+    for dep in doc["deployments"]:
+        dep["replicas"] = [*dep["replicas"], *(r.to_json() for r in extra.get((dep["namespace"], dep["name"]), []))]
+    return FleetPlacement.from_json(doc)
 
 
 def _quote(text: object) -> str:
@@ -198,4 +206,4 @@ def _draining(data: Any, where: str) -> Draining:
     return Draining(ns, dep, placed.deployments[0].replicas[0], _time(data["since"], f"{where}.since"))
 
 
-__all__ = ["AutoscalerState", "Draining", "ScaleRecord", "ScalingState", "StateFormatError"]
+__all__ = ["AutoscalerState", "Draining", "ScaleRecord", "ScalingState", "StateFormatError", "with_leaving"]

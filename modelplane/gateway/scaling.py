@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from modelplane.api import Fleet, ModelDeployment
-from modelplane.autoscale.engines import PodMetrics, ReplicaMetrics
+from modelplane.autoscale.engines import PodMetrics, ReplicaMetrics, replica_idle
 from modelplane.autoscale.exposition import Buckets, ExpositionError, collect, parse
 from modelplane.autoscale.loop import Cycle, scale_fleet
 from modelplane.autoscale.placement import ScalingOutcome
@@ -45,7 +45,6 @@ from modelplane.scheduler import FleetPlacement, place_fleet
 ENGINE_FLAGS = ("--concurrency", "--delay-ms", "--stream-interval-ms")
 SCRAPE_TIMEOUT_S = 2.0
 DEFAULT_GRACE_S = 30.0
-GAUGES_IN_FLIGHT = ("vllm:num_requests_running", "vllm:num_requests_waiting")
 
 PlacementJson = dict[str, object]
 
@@ -143,8 +142,9 @@ class LocalScaler:
         (they were applied by the pass that made it leave), or out of time."""
         if now - d.since >= self.grace:
             return True
-        metrics = self._scraped.get(d.replica.name)
-        return d.since < now and metrics is not None and _idle(metrics)
+        deployment = self.fleet.deployments.get((d.namespace, d.deployment))
+        return d.since < now and deployment is not None and replica_idle(deployment,
+                                                                          self._scraped.get(d.replica.name)) is True
 
     # ------------------------------------------------------------------ read
 
@@ -206,18 +206,6 @@ def _read(client: httpx.Client, url: str) -> tuple[bool, PodMetrics | None]:
         return False, PodMetrics(error=str(exc))
     except httpx.HTTPError as exc:
         return False, PodMetrics(error=f"/metrics could not be read ({type(exc).__name__})")
-
-
-def _idle(metrics: ReplicaMetrics) -> bool:
-    """No request running or waiting on any of the replica's engines."""
-    for pod in metrics.pods:
-        if pod.exposition is None:
-            return False
-        for name in GAUGES_IN_FLIGHT:
-            family = pod.exposition.family(name)
-            if family is None or any(s.value != 0 for s in family.samples):
-                return False
-    return bool(metrics.pods)
 
 
 __all__ = ["DEFAULT_GRACE_S", "ENGINE_FLAGS", "LocalScaler", "PassReport", "engine_flags"]
