@@ -13,11 +13,9 @@ from typing import Any
 import pulumi
 
 from modelplane.api import Fleet
+from modelplane.autoscale.loop import METRICS_FILE_ENV
 from modelplane.autoscale.state import ScalingState
 
-# Set by `python -m modelplane reconcile --metrics FILE` (driver/reconcile.py): the metrics
-# file the placement reads, in place of the stack config's autoscale.metricsFile.
-METRICS_FILE_ENV = "MODELPLANE_AUTOSCALE_METRICS"
 CONFIG_KEYS = ("metricsFile", "prometheus", "timeoutSeconds", "ttftWindowSeconds", "prometheusWindow",
                "drainSeconds", "drainGraceSeconds")
 
@@ -66,4 +64,4 @@ def autoscaling_output(state: ScalingState) -> dict[str, Any]:
                           "cluster": d.replica.cluster, "since": d.since} for d in state.draining]}
 
 
-__all__ = ["METRICS_FILE_ENV", "autoscale_input", "autoscaling_output", "format_autoscaling"]
+__all__ = ["autoscale_input", "autoscaling_output", "format_autoscaling"]

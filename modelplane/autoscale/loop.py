@@ -48,6 +48,9 @@ PlacementJson = dict[str, Any]
 # finishes. docs/autoscaling.md, "Scale-in that loses nothing".
 DEFAULT_DRAIN_SECONDS = 120.0
 MAX_DRAIN_SECONDS = 3600.0
+# Set by `python -m modelplane reconcile --metrics FILE` for every pulumi run: the metrics file
+# the placement reads (components/autoscale.py), in place of stack config autoscale.metricsFile.
+METRICS_FILE_ENV = "MODELPLANE_AUTOSCALE_METRICS"
 
 
 @dataclass(frozen=True)
@@ -164,4 +167,5 @@ def scale_fleet(fleet: Fleet, state: ScalingState, source: MetricsSource, now: f
                  tuple(done))
 
 
-__all__ = ["DEFAULT_DRAIN_SECONDS", "MAX_DRAIN_SECONDS", "Cycle", "current_of", "decide_all", "scale_fleet"]
+__all__ = ["DEFAULT_DRAIN_SECONDS", "MAX_DRAIN_SECONDS", "METRICS_FILE_ENV", "Cycle", "current_of", "decide_all",
+           "scale_fleet"]
