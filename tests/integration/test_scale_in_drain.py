@@ -59,7 +59,8 @@ def test_streams_in_flight_on_a_removed_replica_all_complete(fleet, leaving_clus
                 with lock:
                     results.append((began, outcome, served))
 
-    with ThreadPoolExecutor(6) as pool:
+    pool = ThreadPoolExecutor(6)
+    try:
         for _ in range(6):
             pool.submit(client)
         deadline = time.monotonic() + 10
@@ -81,7 +82,9 @@ def test_streams_in_flight_on_a_removed_replica_all_complete(fleet, leaving_clus
         assert running(leaving_url) == 0
         fleet.stop_engine("qwen-1", grace=10)
         time.sleep(1.5)                                    # streams keep going, to the one left
-        stop.set()
+    finally:
+        stop.set()                                         # a failed assertion must not leave clients looping
+        pool.shutdown(wait=True)
 
     on_leaving = [r for r in results if r[2] == "qwen-1"]
     assert on_leaving, "no stream was served by the removed replica"
