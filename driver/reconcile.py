@@ -166,6 +166,10 @@ class Reconciler:
         """Cycles until stopped (or `count` of them); 0, or 1 when a cycle failed."""
         number = 0
         failed = False
+        try:
+            self.counts = dict(self.ops.autoscaling())      # what the last `up` left: the first change is news
+        except auto.errors.CommandError:
+            self.counts = None
         while not self.stopping.is_set() and (count is None or number < count):
             number += 1
             start = self.clock()

@@ -74,6 +74,8 @@ class PassReport:
     leaving: tuple[str, ...] = ()                          # replicas newly out of the routes
     stopped: tuple[str, ...] = ()                          # engines drained and stopped
     outcomes: tuple[ScalingOutcome, ...] = ()
+    replicas: Mapping[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)  # the routed ones
+    draining: tuple[str, ...] = ()                         # every replica still draining
 
     def lines(self) -> list[str]:
         out = []
@@ -185,12 +187,14 @@ class LocalScaler:
                 stopped: tuple[str, ...]) -> PassReport:
         placed = FleetPlacement.from_json(self.placement) if self.placement else FleetPlacement()
         counts = {(d.namespace, d.name): len(d.replicas) for d in placed.deployments}
+        names = {(d.namespace, d.name): tuple(sorted(r.name for r in d.replicas)) for d in placed.deployments}
         clusters: dict[tuple[str, str], dict[str, int]] = {}
         for d in placed.deployments:
             for r in d.replicas:
                 per = clusters.setdefault((d.namespace, d.name), {})
                 per[r.cluster] = per.get(r.cluster, 0) + 1
-        return PassReport(self.clock(), counts, clusters, started, leaving, stopped, tuple(outcomes))
+        return PassReport(self.clock(), counts, clusters, started, leaving, stopped, tuple(outcomes), names,
+                          tuple(sorted(d.replica.name for d in self.state.draining)))
 
 
 def _read(client: httpx.Client, url: str) -> tuple[bool, PodMetrics | None]:

@@ -49,7 +49,8 @@ class FakeStack:
         return "all 2 placed replica(s) run where the plan put them"
 
     def autoscaling(self) -> Mapping[str, int]:
-        return self.counts[min(self.cycle, len(self.counts)) - 1] if self.counts else {}
+        """The counts the last `up` left (counts[0]: before the first cycle)."""
+        return self.counts[min(self.cycle, len(self.counts) - 1)] if self.counts else {}
 
     def cancel(self) -> None:
         self.calls.append("cancel")
@@ -140,13 +141,13 @@ def test_one_loop_per_stack(tmp_path: Path) -> None:
 
 def test_a_cycle_that_changes_an_autoscaled_count_says_so() -> None:
     stack = FakeStack([{"same": 8, "update": 1}] * 3)
-    stack.counts = [{"ml-team/chat": 1}, {"ml-team/chat": 3}, {"ml-team/chat": 3}]
+    stack.counts = [{"ml-team/chat": 1}, {"ml-team/chat": 3}, {"ml-team/chat": 3}, {"ml-team/chat": 1}]
     r, out = loop(stack)
     assert r.run(3) == 0
     lines = out.getvalue().splitlines()
-    assert "autoscaled" not in lines[0]                       # the first count seen is no change
-    assert "; autoscaled: ml-team/chat 1 -> 3; verify: " in lines[1]
-    assert "autoscaled" not in lines[2]
+    assert "; autoscaled: ml-team/chat 1 -> 3; verify: " in lines[0]    # against what the last up left
+    assert "autoscaled" not in lines[1]
+    assert "; autoscaled: ml-team/chat 3 -> 1; verify: " in lines[2]
 
 
 def test_reconcile_metrics_must_be_a_file(tmp_path: Path) -> None:
