@@ -12,7 +12,8 @@ image and command name neither family is read with those.
 
 `replica_readings` is the pure half of the scraped source: given each replica's
 readiness and its engine pods' parsed /metrics, the reading per metric type the
-decision takes. Fetching them (through each cluster's pod proxy) is phase 2's.
+decision takes (fetched through each cluster's pod proxy by modelplane.observe.metrics, from a
+Prometheus, or from local engines: modelplane.autoscale.scraped).
 """
 
 from __future__ import annotations
