@@ -107,7 +107,7 @@ def autoscaled_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, 
     from modelplane.observe.metrics import ClusterMetrics, read_metrics
     from modelplane.redact import outside_text
     from modelplane.scheduler import FleetPlacement, PlacementFormatError, place_fleet
-    from providers.observe import observe_settings, place_observed_with
+    from providers.observe import observe_settings, place_observed_with, unexpected, unreadable_placement
 
     try:
         settings = check_block(block)
@@ -123,8 +123,7 @@ def autoscaled_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, 
     try:
         before = FleetPlacement.from_json(previous) if previous else None
     except PlacementFormatError as exc:
-        return {}, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
-                                 "fix or remove it before placing again")]
+        return {}, [unreadable_placement(exc)]
     observed = observe_settings(observe) if observe else None
     if isinstance(observed, CheckFailure):
         return {}, [observed]
@@ -176,10 +175,8 @@ def autoscaled_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, 
     try:
         cycle = scale_fleet(fleet, state, source, now, previous, place, drained)
     except PlacementFormatError as exc:
-        return {}, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
-                                 "fix or remove it before placing again")]
+        return {}, [unreadable_placement(exc)]
     except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
-        return {}, [CheckFailure(AUTOSCALE_KEY, "autoscaling failed unexpectedly "
-                                 f"({type(exc).__name__}: {outside_text(exc)}); this is a bug, please report it")]
+        return {}, [unexpected(AUTOSCALE_KEY, "autoscaling", exc)]
     return {"placement": cycle.placement, AUTOSCALING_KEY: cycle.state.to_json(), **extra}, []
 

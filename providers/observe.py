@@ -76,7 +76,6 @@ def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, An
                      ) -> tuple[dict[str, Any], list[CheckFailure]]:
     """(placement, capacity and health outputs; failures) for one check()."""
     from modelplane.observe.health import health_to_json
-    from modelplane.redact import outside_text
     from modelplane.scheduler import PlacementFormatError
 
     settings = observe_settings(block)
@@ -85,10 +84,23 @@ def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, An
     try:
         plan = place_observed_with(fleet, olds, olds.get("placement") or None, settings, accounting, counts, now)
     except PlacementFormatError as exc:
-        return {}, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
-                                 "fix or remove it before placing again")]
+        return {}, [unreadable_placement(exc)]
     except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
-        return {}, [CheckFailure(OBSERVE_KEY, "observing the clusters failed unexpectedly "
-                                 f"({type(exc).__name__}: {outside_text(exc)}); this is a bug, please report it")]
+        return {}, [unexpected(OBSERVE_KEY, "observing the clusters", exc)]
     return {"placement": plan.placement, CAPACITY_KEY: plan.capacity.to_json(),
             HEALTH_KEY: health_to_json(plan.health)}, []
+
+
+def unreadable_placement(exc: Exception) -> CheckFailure:
+    """Placing from scratch would move healthy replicas: a previous placement that cannot be
+    read is a failure."""
+    return CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
+                        "fix or remove it before placing again")
+
+
+def unexpected(key: str, what: str, exc: Exception) -> CheckFailure:
+    """A failure naming what broke, never a traceback in a preview."""
+    from modelplane.redact import outside_text
+
+    return CheckFailure(key, f"{what} failed unexpectedly ({type(exc).__name__}: {outside_text(exc)}); this is a "
+                        "bug, please report it")

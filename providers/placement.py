@@ -30,7 +30,7 @@ from pulumi.output import Unknown
 from modelplane.engine_json import digest
 from modelplane.engine_json import normalize_numbers as normalize_numbers  # one home; re-exported for tests
 from providers.autoscale import AUTOSCALE_KEY, AUTOSCALING_KEY, autoscaled_outputs
-from providers.observe import OBSERVE_KEY, OUTPUT_KEYS, observed_outputs
+from providers.observe import OBSERVE_KEY, OUTPUT_KEYS, observed_outputs, unreadable_placement
 
 # Inputs that decide the placement; any change to them may move nothing but is an update.
 DRIVING_KEYS = ("fleet", "accounting", "observed", OBSERVE_KEY, AUTOSCALE_KEY)
@@ -108,9 +108,7 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any], now: flo
         try:
             previous = FleetPlacement.from_json(old_placement)
         except ValueError as exc:
-            # Placing from scratch would move healthy replicas: refuse instead.
-            return None, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
-                                       "fix or remove it before placing again")]
+            return None, [unreadable_placement(exc)]
     observed = news.get("observed") or None
     if observed is not None:
         observed = {c: {p: int(n) for p, n in pools.items()} for c, pools in observed.items()}

@@ -35,14 +35,14 @@ from urllib.parse import quote
 
 import msgspec
 
-from modelplane.kube import BadAnswer, ConfigError, KubeAccess, KubeClient, NoAnswer, decode
+from modelplane.kube import BadAnswer, KubeAccess, KubeClient, decode
 from modelplane.limits import MAX_METRICS_RESPONSE_BYTES, MAX_METRICS_SAMPLES
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.render.meta import ENGINE_PORT
 from modelplane.vocabulary import LABEL_SERVING
 
 from .objects import ReplicaKey, meta, pod_replica
-from .read import OURS, NotRead, Unreachable, _reason, concurrently
+from .read import OURS, NotRead, Unreachable, _reason, concurrently, with_cluster
 from .schema import Pod
 
 # Pods scraped per cluster and read: past it the rest are not read (missing replicas, said so).
@@ -194,52 +194,44 @@ def read_cluster_metrics(cluster: str, kubeconfig: Path | str, deployments: Coll
     proxy) or, given a `prometheus`, the vectors of `queries` instead."""
     deadline = time.monotonic() + timeout
     wanted = set(deployments)
-    try:
-        client = KubeClient.from_kubeconfig(kubeconfig, context, timeout=timeout, cancel=cancel)
-    except ConfigError as exc:
-        return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
-    try:
-        with client as kube:
-            pods = kube.list_all("/api/v1/pods", {"labelSelector": SERVING_PODS}, deadline, Pod)
-            ours = []
-            for pod in pods:
-                key = pod_replica(pod)
-                if key is None or (key.namespace, key.deployment) not in wanted or key.cluster != cluster:
-                    continue
-                ours.append((key, str(meta(pod).get("name") or ""), pod_ready(pod)))
-            ours.sort(key=lambda p: (p[0], p[1]))
-            if prometheus is not None:
-                listed = tuple(PodScrape(key, name, ready) for key, name, ready in ours)
-                asked = (kube if prometheus.url is None else
-                         KubeClient(prometheus.url, timeout=timeout, access=KubeAccess(prometheus.url), cancel=cancel))
-                with contextlib.ExitStack() as stack:
-                    if asked is not kube:
-                        stack.enter_context(asked)
-                    vectors = tuple(query(asked, prometheus, q, deadline) for q in queries)
-                return ClusterMetrics(cluster, listed, vectors)
-            first: dict[int, tuple[bytes | None, str | None]] = {}
-            if window > 0:
-                for i, (key, name, ready) in enumerate(ours[:MAX_SCRAPED_PODS]):
-                    if ready:
-                        first[i] = _get(kube, proxy_path(key.namespace, name, port), deadline)
-                time.sleep(max(0.0, min(window, deadline - time.monotonic() - 0.5)))
-            out = []
-            for i, (key, name, ready) in enumerate(ours):
-                if i >= MAX_SCRAPED_PODS:
-                    out.append(PodScrape(key, name, ready, error=f"more than {MAX_SCRAPED_PODS} serving pods on "
-                                                                 "this cluster: not read"))
-                elif not ready:
-                    out.append(PodScrape(key, name, ready))
-                else:
-                    body, error = _get(kube, proxy_path(key.namespace, name, port), deadline)
-                    out.append(PodScrape(key, name, ready, body, first.get(i, (None, None))[0], error))
-    except NoAnswer as exc:
-        return Unreachable(cluster, _reason(exc))
-    except BadAnswer as exc:
-        return NotRead(cluster, _reason(f"answer unusable: {exc}"))
-    except ConfigError as exc:
-        return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
-    return ClusterMetrics(cluster, tuple(out))
+
+    def scrape(kube: KubeClient) -> ClusterMetrics:
+        pods = kube.list_all("/api/v1/pods", {"labelSelector": SERVING_PODS}, deadline, Pod)
+        ours = []
+        for pod in pods:
+            key = pod_replica(pod)
+            if key is None or (key.namespace, key.deployment) not in wanted or key.cluster != cluster:
+                continue
+            ours.append((key, str(meta(pod).get("name") or ""), pod_ready(pod)))
+        ours.sort(key=lambda p: (p[0], p[1]))
+        if prometheus is not None:
+            listed = tuple(PodScrape(key, name, ready) for key, name, ready in ours)
+            asked = (kube if prometheus.url is None else
+                     KubeClient(prometheus.url, timeout=timeout, access=KubeAccess(prometheus.url), cancel=cancel))
+            with contextlib.ExitStack() as stack:
+                if asked is not kube:
+                    stack.enter_context(asked)
+                vectors = tuple(query(asked, prometheus, q, deadline) for q in queries)
+            return ClusterMetrics(cluster, listed, vectors)
+        first: dict[int, tuple[bytes | None, str | None]] = {}
+        if window > 0:
+            for i, (key, name, ready) in enumerate(ours[:MAX_SCRAPED_PODS]):
+                if ready:
+                    first[i] = _get(kube, proxy_path(key.namespace, name, port), deadline)
+            time.sleep(max(0.0, min(window, deadline - time.monotonic() - 0.5)))
+        out = []
+        for i, (key, name, ready) in enumerate(ours):
+            if i >= MAX_SCRAPED_PODS:
+                out.append(PodScrape(key, name, ready, error=f"more than {MAX_SCRAPED_PODS} serving pods on "
+                                                             "this cluster: not read"))
+            elif not ready:
+                out.append(PodScrape(key, name, ready))
+            else:
+                body, error = _get(kube, proxy_path(key.namespace, name, port), deadline)
+                out.append(PodScrape(key, name, ready, body, first.get(i, (None, None))[0], error))
+        return ClusterMetrics(cluster, tuple(out))
+
+    return with_cluster(cluster, kubeconfig, timeout, context, cancel, scrape)
 
 
 def read_metrics(kubeconfigs: Mapping[str, Path | str], deployments: Collection[tuple[str, str]],

@@ -74,6 +74,7 @@ class NotRead:
 
 
 Reading = ClusterRead | Unreachable | NotRead
+R = TypeVar("R")
 
 
 def _reason(text: object) -> str:
@@ -84,22 +85,33 @@ def read_cluster(cluster: str, kubeconfig: Path | str, timeout: float = DEFAULT_
                  context: str | None = None, cancel: threading.Event | None = None) -> Reading:
     """Every list the observer needs from one cluster, within `timeout` seconds in all."""
     deadline = time.monotonic() + timeout
+
+    def lists(kube: KubeClient) -> ClusterRead:
+        found: dict[str, list[JsonObject]] = {}
+        for name, (path, selector, shape) in LISTS.items():
+            found[name] = kube.list_all(path, {"labelSelector": selector} if selector else None, deadline, shape)
+        return ClusterRead(cluster, **found)
+
+    return with_cluster(cluster, kubeconfig, timeout, context, cancel, lists)
+
+
+def with_cluster(cluster: str, kubeconfig: Path | str, timeout: float, context: str | None,
+                 cancel: threading.Event | None, read: Callable[[KubeClient], R]) -> R | Unreachable | NotRead:
+    """`read(client)` on a client for the cluster's kubeconfig, its failures sorted into the
+    observer's kinds: no answer (in time) is Unreachable; an unusable kubeconfig or answer NotRead."""
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, context, timeout=timeout, cancel=cancel)
     except ConfigError as exc:
         return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
     try:
         with client as kube:
-            lists: dict[str, list[JsonObject]] = {}
-            for name, (path, selector, shape) in LISTS.items():
-                lists[name] = kube.list_all(path, {"labelSelector": selector} if selector else None, deadline, shape)
+            return read(kube)
     except NoAnswer as exc:
         return Unreachable(cluster, _reason(exc))
     except BadAnswer as exc:
         return NotRead(cluster, _reason(f"answer unusable: {exc}"))
     except ConfigError as exc:
         return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
-    return ClusterRead(cluster, **lists)
 
 
 def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAULT_READ_TIMEOUT_S,
@@ -110,9 +122,6 @@ def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAUL
     chunk it receives, so nothing keeps downloading behind a later read (verify --wait)."""
     return concurrently(kubeconfigs, timeout, lambda name, path, cancel: read_cluster(
         name, path, timeout, (contexts or {}).get(name), cancel))
-
-
-R = TypeVar("R")
 
 
 def concurrently(kubeconfigs: Mapping[str, Path | str], timeout: float,
