@@ -58,3 +58,29 @@ def test_split_concurrency_shares_n_requests_over_clients(fleet, capsys) -> None
     out = capsys.readouterr().out
     assert "solo-7f3a1        20   100.0%" in out and "failed: 0" in out
     assert main(["split", eng.url, "--concurrency", "0"]) == 2
+
+
+def test_the_autoscaling_demo_stops_everything_on_sigterm_mid_scale(traefik, tmp_path) -> None:
+    """Terminated while the loop scales (engines starting, clients sending): exit 143, one
+    line, no child, no listening port, no work directory left."""
+    import signal
+
+    from .test_demo_hardening import Demo, _alive, _children, _listening_ports, _refused
+
+    demo = Demo(tmp_path, "examples/autoscaling-live", "--steps", "6", "--step-seconds", "60")
+    try:
+        demo.wait_for("started ")                            # the loop is adding replicas
+        children = _children(demo.proc.pid)
+        ports = _listening_ports(children)
+        assert len(children) >= 4 and demo.leftovers()
+        demo.proc.send_signal(signal.SIGTERM)
+        demo.proc.wait(60)
+        err = demo.proc.stderr.read()
+    finally:
+        if demo.proc.poll() is None:
+            demo.proc.kill()
+    assert demo.proc.returncode == 128 + signal.SIGTERM
+    assert err.strip() == "demo: interrupted by SIGTERM; stopped every engine and gateway the demo started"
+    assert not [p for p in children if _alive(p)]
+    assert all(_refused(p) for p in ports)
+    assert demo.leftovers() == []
