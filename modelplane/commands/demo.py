@@ -49,10 +49,10 @@ def add_parser(subparsers: Subparsers) -> None:
                    help=f"manifest file or directory (default {DEFAULT_DIR})")
     p.add_argument("-n", type=int, default=200, help="requests per service (default 200)")
     auto = p.add_argument_group("a fleet with a ReplicaAutoscaler (docs/autoscaling.md): the loop runs against "
-                                "the local engines while clients drive load in steps")
+                                "the local engines while clients drive load in steps (-n does not apply)")
     auto.add_argument("--steps", type=_steps, default=DEFAULT_STEPS, metavar="N,N,...",
                       help=f"clients sending at once in each load step (default {','.join(map(str, DEFAULT_STEPS))})")
-    auto.add_argument("--step-seconds", type=_positive("--step-seconds", MAX_STEP_S), default=DEFAULT_STEP_S,
+    auto.add_argument("--step-seconds", type=_duration("--step-seconds", MAX_STEP_S), default=DEFAULT_STEP_S,
                       metavar="S", help=f"how long each step lasts (default {DEFAULT_STEP_S:g})")
     auto.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL_S, metavar="DURATION",
                       help="time between the loop's passes: 1s, 500ms (default 1s)")
@@ -65,6 +65,7 @@ DEFAULT_INTERVAL_S = 1.0
 MAX_STEPS = 100
 MAX_STEP_S = 3600.0
 MAX_STEP_CLIENTS = 64
+MAX_INTERVAL_S = 60.0
 
 
 def _steps(text: str) -> tuple[int, ...]:
@@ -77,7 +78,7 @@ def _steps(text: str) -> tuple[int, ...]:
     return steps
 
 
-def _positive(flag: str, maximum: float) -> Any:
+def _duration(flag: str, maximum: float) -> Any:
     from modelplane.durations import duration_arg  # one parser for every duration
 
     return duration_arg(flag, maximum)
@@ -87,7 +88,7 @@ def _interval(text: str) -> float:
     from modelplane.durations import DurationError, parse_duration
 
     try:
-        return parse_duration(text, "--interval", maximum=60.0)
+        return parse_duration(text, "--interval", maximum=MAX_INTERVAL_S)
     except DurationError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
