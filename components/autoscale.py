@@ -48,6 +48,8 @@ def format_autoscaling(state: ScalingState) -> str:
         if s.last_scale is not None:
             last = s.last_scale
             line += f"; last scaled {last.from_} -> {last.to} at {_when(last.at)}: {last.reason}: {last.message}"
+        if s.held is not None:
+            line += f"; held: {s.held.reason}: {s.held.message}"
         lines.append(line)
     for d in state.draining:
         lines.append(f"  {d.namespace}/{d.deployment}: replica {d.replica.name} on {d.replica.cluster} is out of the "
@@ -58,7 +60,8 @@ def format_autoscaling(state: ScalingState) -> str:
 def autoscaling_output(state: ScalingState) -> dict[str, Any]:
     """The `autoscaling` stack output: what people read (the histories stay in the state)."""
     return {"autoscalers": {f"{ns}/{name}": {"replicas": s.replicas,
-                                             **({"lastScale": s.last_scale.to_json()} if s.last_scale else {})}
+                                             **({"lastScale": s.last_scale.to_json()} if s.last_scale else {}),
+                                             **({"held": s.held.to_json()} if s.held else {})}
                             for (ns, name), s in sorted(state.autoscalers.items())},
             "draining": [{"namespace": d.namespace, "deployment": d.deployment, "replica": d.replica.name,
                           "cluster": d.replica.cluster, "since": d.since} for d in state.draining]}

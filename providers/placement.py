@@ -112,7 +112,8 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any], now: flo
     observed = news.get("observed") or None
     if observed is not None:
         observed = {c: {p: int(n) for p, n in pools.items()} for c, pools in observed.items()}
-    if news.get(AUTOSCALE_KEY) and fleet.autoscalers:
+    # `{}` (an autoscaled fleet with no stack config block) still runs the loop: the test is None.
+    if news.get(AUTOSCALE_KEY) is not None and fleet.autoscalers:
         return autoscaled_outputs(fleet, olds or {}, news[AUTOSCALE_KEY], news.get(OBSERVE_KEY) or None, accounting,
                                   observed, time.time() if now is None else now)
     if news.get(OBSERVE_KEY):
@@ -197,7 +198,7 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
         if args.observe:
             props[OBSERVE_KEY] = dict(args.observe)
             props.update({key: None for key in OUTPUT_KEYS})    # outputs check() fills
-        if args.autoscale:
+        if args.autoscale is not None:      # `{}` is a block with every default
             props[AUTOSCALE_KEY] = dict(args.autoscale)
             props[AUTOSCALING_KEY] = None
         super().__init__(PlacementProvider(), name, props, opts)

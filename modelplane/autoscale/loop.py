@@ -34,11 +34,15 @@ from modelplane.api import Fleet
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
 from modelplane.scheduler import FleetPlacement
 
+from . import conditions as c
 from .decision import Decision, decide
 from .history import History
 from .placement import ScalingOutcome, outcomes, scaled_fleet
 from .readings import MetricsSource
-from .state import AutoscalerState, Draining, ScaleRecord, ScalingState
+from .state import AutoscalerState, Draining, Held, ScaleRecord, ScalingState
+
+# A decision with one of these reasons acted on no metric: the state says so (AutoscalerState.held).
+HELD_REASONS = frozenset({c.FAILED_GET_METRICS, c.SCALE_DOWN_SKIPPED})
 
 Key = tuple[str, str]
 PlacementJson = dict[str, Any]
@@ -162,7 +166,8 @@ def scale_fleet(fleet: Fleet, state: ScalingState, source: MetricsSource, now: f
         last = old.last_scale if old is not None else None
         if decision.desired != decision.current:
             last = ScaleRecord(now, decision.current, decision.desired, decision.reason, decision.message)
-        scalers[key] = AutoscalerState(decision.desired, decision.history, last)
+        held = Held(decision.reason, decision.message) if decision.reason in HELD_REASONS else None
+        scalers[key] = AutoscalerState(decision.desired, decision.history, last, held)
     return Cycle(placement, tuple(outcomes(fleet, decisions, typed)), ScalingState(scalers, tuple(still)),
                  tuple(done))
 

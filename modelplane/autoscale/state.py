@@ -60,15 +60,30 @@ class ScaleRecord:
 
 
 @dataclass(frozen=True)
+class Held:
+    """Why the last decision could not act on the metrics (HPA's ScalingActive=False, or a
+    scale-down skipped for a missing metric): a count that holds says so, it is not silent."""
+
+    reason: str
+    message: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "message": self.message}
+
+
+@dataclass(frozen=True)
 class AutoscalerState:
     replicas: int                          # the last decision: the next one's `current`
     history: History = field(default_factory=History)
     last_scale: ScaleRecord | None = None
+    held: Held | None = None               # the last decision held for want of metrics
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"replicas": self.replicas, "history": self.history.to_json()}
         if self.last_scale is not None:
             out["lastScale"] = self.last_scale.to_json()
+        if self.held is not None:
+            out["held"] = self.held.to_json()
         return out
 
 
@@ -172,8 +187,9 @@ def _count(value: object, where: str) -> int:
 
 
 def _autoscaler(data: Any, where: str) -> AutoscalerState:
-    if not isinstance(data, dict) or not {"replicas", "history"} <= set(data) <= {"replicas", "history", "lastScale"}:
-        raise StateFormatError(f"{where}: expected {{\"replicas\", \"history\"[, \"lastScale\"]}}")
+    if not isinstance(data, dict) or not {"replicas", "history"} <= set(data) <= {"replicas", "history", "lastScale",
+                                                                                 "held"}:
+        raise StateFormatError(f"{where}: expected {{\"replicas\", \"history\"[, \"lastScale\"][, \"held\"]}}")
     try:
         history = History.from_json(data["history"])
     except HistoryFormatError as exc:
@@ -189,7 +205,13 @@ def _autoscaler(data: Any, where: str) -> AutoscalerState:
         record = ScaleRecord(_time(last["at"], f"{lw}.at"), _count(last["from"], f"{lw}.from"),
                              _count(last["to"], f"{lw}.to"), outside_text(last["reason"], limit=80),
                              outside_text(last["message"], limit=MAX_MESSAGE))
-    return AutoscalerState(_count(data["replicas"], f"{where}.replicas"), history, record)
+    held = data.get("held")
+    if held is not None:
+        if not isinstance(held, dict) or set(held) != {"reason", "message"} \
+                or not all(isinstance(v, str) for v in held.values()):
+            raise StateFormatError(f"{where}.held: expected {{reason, message}}, both strings")
+        held = Held(outside_text(held["reason"], limit=80), outside_text(held["message"], limit=MAX_MESSAGE))
+    return AutoscalerState(_count(data["replicas"], f"{where}.replicas"), history, record, held)
 
 
 def _draining(data: Any, where: str) -> Draining:
@@ -206,4 +228,4 @@ def _draining(data: Any, where: str) -> Draining:
     return Draining(ns, dep, placed.deployments[0].replicas[0], _time(data["since"], f"{where}.since"))
 
 
-__all__ = ["AutoscalerState", "Draining", "ScaleRecord", "ScalingState", "StateFormatError", "with_leaving"]
+__all__ = ["AutoscalerState", "Draining", "Held", "ScaleRecord", "ScalingState", "StateFormatError", "with_leaving"]

@@ -143,3 +143,20 @@ def test_a_broken_metrics_file_fails_the_check_naming_it(tmp_path, clock) -> Non
         run_program("render", config={"manifests": str(LIVE), "autoscale": {"metricsFile": str(bad)}})
     with pytest.raises(Exception, match="unknown key"):
         run_program("render", config={"manifests": str(LIVE), "autoscale": {"metricFile": str(bad)}})
+
+
+def test_an_autoscaled_fleet_without_an_autoscale_block_still_runs_the_loop(monkeypatch, clock) -> None:
+    """No `modelplane:autoscale` config is `{}`, every default: the placement resource still takes
+    the `autoscale` input and exports `autoscaling` (an empty block once read as "no autoscaler"
+    and the program asked the resource for an output it had never declared). With no cluster to
+    read, every metric is unreadable, so the count holds at the deployment's and the output says why."""
+    from modelplane.autoscale.loop import METRICS_FILE_ENV
+
+    monkeypatch.delenv(METRICS_FILE_ENV, raising=False)
+    r = run_program("render", config={"manifests": str(LIVE)})
+    assert r.named("fleet-placement").inputs["autoscale"] == {}
+    scaling = resolve(r.outputs["autoscaling"])["autoscalers"]["ml-team/chat"]
+    assert scaling["replicas"] == len(replicas(r)) == 1, scaling
+    assert scaling["held"]["reason"] == "FailedGetMetrics" and "no metrics source" in scaling["held"]["message"]
+    assert any("ml-team/chat: 1 replica(s); held: FailedGetMetrics: no metric could be read" in m
+               for m in r.infos()), r.infos()

@@ -129,6 +129,9 @@ def test_state_round_trips_through_json_as_the_engine_returns_it() -> None:
      "$.draining[0].replica"),
     ({"draining": [{"namespace": "ml"}] * 10_001}, "at most 10000"),
     ({"extra": 1}, "$: expected an object with autoscalers and draining"),
+    ({"autoscalers": {"ml/chat": {"replicas": 1, "history": {}, "held": {"reason": 1, "message": "m"}}}},
+     "$.autoscalers['ml/chat'].held: expected {reason, message}, both strings"),
+    ({"autoscalers": {"ml/chat": {"replicas": 1, "history": {}, "held": "FailedGetMetrics"}}}, ".held: expected"),
 ])
 def test_hostile_state_is_refused_with_its_path(doc, words) -> None:
     with pytest.raises(StateFormatError) as exc:
@@ -141,6 +144,19 @@ def test_a_message_read_back_is_outside_text() -> None:
         "at": 1.0, "from": 1, "to": 2, "reason": "ScaledUp", "message": "\x1b[2Jok " + "x" * 5000}}}}
     record = ScalingState.from_json(doc).autoscalers[("ml", "chat")].last_scale
     assert record is not None and "\x1b" not in record.message and len(record.message) <= 1000
+
+
+def test_a_pass_that_reads_no_metric_holds_and_says_so_until_one_is_read() -> None:
+    """An unreadable metric holds the count (HPA's ScalingActive=False): the state keeps why,
+    a read back equals it, and the next pass that reads a metric clears it."""
+    f = fleet(replicas=2)
+    blind = FileMetricsSource({})
+    held = scale_fleet(f, ScalingState(), blind, NOW, None, place, drained_after(NOW))
+    state = held.state.autoscalers[("ml", "chat")]
+    assert state.replicas == 2 and state.held is not None and state.held.reason == c.FAILED_GET_METRICS
+    assert ScalingState.from_json(json.loads(json.dumps(held.state.to_json()))) == held.state
+    seen = one(f, held.state, 8, NOW + 15, held.placement)
+    assert seen.state.autoscalers[("ml", "chat")].held is None
 
 
 def test_draining_keys_are_endpoint_keys() -> None:
