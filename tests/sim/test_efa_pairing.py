@@ -52,9 +52,11 @@ def _allocated(kube: KubeClient, want: int, timeout: float = 120) -> list[dict[s
 @pytest.mark.timeout(600)
 def test_a_gangs_gpus_and_dranet_efas_are_allocated_in_pairs_under_one_pcie_root(
         start_fleet: Callable[..., tuple[SimFleet, dict[str, Path]]], tmp_path: Path) -> None:
-    """kube-scheduler v1.36's allocator honours `matchAttribute` (a device without the attribute
-    cannot satisfy it: the pods stayed Pending while the sim published no PCIe root). Each
-    allocated GPU shares its root with exactly the EFAs its request is paired with."""
+    """kube-scheduler v1.36's allocator honours `matchAttribute`, and a device without the
+    attribute cannot satisfy it ("Constraint not satisfied, attribute not set":
+    `matchAttributeConstraint.add` in kubernetes staging/src/k8s.io/dynamic-resource-allocation/
+    structured/.../allocator.go), so the pods stayed Pending while the sim published no PCIe
+    root. Each allocated GPU shares its root with exactly the EFAs its request is paired with."""
     manifests = _fleet(tmp_path / "fleet")
     fleet = load_manifests(manifests)
     objects = plan_fleet(fleet, place_fleet(fleet)).clusters["eks-efa"].objects()
