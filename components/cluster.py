@@ -143,7 +143,7 @@ def _simulated(name: str, args: InferenceClusterArgs, parent: pulumi.Resource) -
         if not args.observed:        # nobody fails it over: the stack cannot go on
             raise ResourceError(f"InferenceCluster {name} (sim stack): {exc}", parent) from None
         # A cluster that went away is unreachable, not a broken stack: its replicas stay during the
-        # grace period and are re-placed after it (issue 13, docs/observe.md); nothing of it changes.
+        # grace period and are re-placed after it (observed capacity, docs/observe.md); nothing of it changes.
         pulumi.log.warn(f"InferenceCluster {name} (sim stack): {exc}. It is unreachable: it takes no new replica, "
                         "and its replicas are re-placed elsewhere after the grace period (docs/observe.md)", parent)
         return exc.cluster

@@ -174,7 +174,8 @@ class ModelplaneFleet(pulumi.ComponentResource):
                     fleet, self.placement.placement, observe, args.observe.verify_wait if args.observe else 0,
                     [d.created for d in self.deployments.values()])
         # The stack exports every output (__main__.py); the component's own state keeps the
-        # small ones, not a second copy of the placement or the shares (issue 15 item 6).
+        # small ones, not a second copy of the placement or the shares (state size at scale,
+        # benchmarks/scale.py).
         self.register_outputs({k: v for k, v in self.outputs.items() if k not in LARGE_OUTPUTS})
 
     def _certificates(self, args: FleetArgs, control: ControlPlan, here: Sequence[str], top: pulumi.ResourceOptions,

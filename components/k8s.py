@@ -67,7 +67,7 @@ class ClusterReady:
     `modelplane-system` namespace, its serving stack and charts), a namespaced one also for
     its namespace's own objects (the Namespace, the mock engine's ConfigMap, ModelExpress).
     Narrow on purpose: one object depending on every namespace of its cluster cost the
-    program a dependency walk per pair (issue 15)."""
+    program a dependency walk per pair (preview time at scale, benchmarks/scale_engine.py)."""
 
     base: tuple[pulumi.Resource, ...] = ()
     namespaces: Mapping[str, tuple[pulumi.Resource, ...]] = field(default_factory=dict)

@@ -1,4 +1,4 @@
-"""The program's side of issue 13 (docs/observe.md): stack config and args -> the placement
+"""The program's side of observed capacity (docs/observe.md): stack config and args -> the placement
 resource's `observe` input; the `observation` output (logged at preview); the `verification`
 output after `up`."""
 

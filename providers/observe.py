@@ -1,4 +1,4 @@
-"""The placement provider's view of the live clusters (issue 13; docs/observe.md).
+"""The placement provider's view of the live clusters (observed capacity; docs/observe.md).
 
 With an `observe` input (`{"kubeconfigs": {cluster: path}, "contexts": {cluster: name},
 "timeoutSeconds": 5, "unreachableGraceSeconds": 300, "unreadyGraceSeconds": 900}`), check()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from modelplane.commands.parsers import Subparsers
-from modelplane.commands.split import format_result, printable, run_split
+from modelplane.commands.traffic import format_result, printable, run_split
 from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
 
@@ -206,7 +206,7 @@ def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity
     replicas serve each autoscaled deployment and where, and how many requests failed."""
     import time
 
-    from modelplane.commands.split import Load
+    from modelplane.commands.traffic import Load
     from modelplane.gateway.local import LocalFleet  # imported when the demo runs (see _run)
     from modelplane.gateway.scaling import LocalScaler
     from modelplane.scheduler import FleetPlacement

@@ -1,6 +1,6 @@
 """`python -m modelplane reconcile --stack NAME --interval 60s`: refresh, preview and apply a
 stack whenever its placement or its clusters changed, one log line per cycle, until SIGTERM
-(driver/reconcile.py; docs/observe.md)."""
+(automation/reconcile.py; docs/observe.md)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # The Automation API and the Pulumi SDK, which modelplane's core never imports: loaded
     # only when this command runs.
-    from driver.reconcile import AutomationOps, ReconcileError, Reconciler, exclusive, lock_path, parse_interval
+    from automation.reconcile import AutomationOps, ReconcileError, Reconciler, exclusive, lock_path, parse_interval
     from modelplane.autoscale.loop import METRICS_FILE_ENV
 
     if args.cycles is not None and args.cycles < 1:

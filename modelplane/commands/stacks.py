@@ -1,5 +1,5 @@
 """`up`, `preview`, `destroy`: run a fleet's stacks, split or not, with the Pulumi
-Automation API (driver/split.py; docs/pulumi-program.md, "Split stacks")."""
+Automation API (automation/split.py; docs/pulumi-program.md, "Split stacks")."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # The driver needs the Pulumi SDK, which modelplane's core never imports: imported
     # here, when one of these commands runs, not when the CLI starts.
-    from driver.split import DriverError, SplitFleet
+    from automation.split import DriverError, SplitFleet
 
     try:
         fleet = SplitFleet(Path(args.cwd), args.stack, parallel=args.parallel, out=sys.stdout, verbose=args.verbose,
