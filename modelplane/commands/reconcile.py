@@ -5,14 +5,15 @@ stack whenever its placement or its clusters changed, one log line per cycle, un
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from modelplane.processes import HANDLED_SIGNALS, handling, signal_name
+
 PROJECT = Path(__file__).resolve().parents[2]
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOP_SIGNALS = HANDLED_SIGNALS
 
 
 def add_parser(subparsers: Any) -> None:
@@ -58,15 +59,11 @@ def run(args: argparse.Namespace) -> int:
             loop = Reconciler(args.stack, ops, interval, sys.stdout)
 
             def stop(signum: int, _frame: FrameType | None) -> None:
-                print(f"reconcile {args.stack}: {signal.Signals(signum).name}: stopping", file=sys.stderr, flush=True)
+                print(f"reconcile {args.stack}: {signal_name(signum)}: stopping", file=sys.stderr, flush=True)
                 loop.stop()
 
-            previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
-            try:
+            with handling(stop, STOP_SIGNALS):
                 return loop.run(args.cycles)
-            finally:
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
     except ReconcileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
