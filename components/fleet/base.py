@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
@@ -35,6 +34,7 @@ from components.split import (
 from modelplane.autoscale.state import ScalingState, StateFormatError
 from modelplane.engine_json import normalize_numbers
 from modelplane.gateway.config import egress_config
+from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 from modelplane.plan import (
     ClusterFoundation,
     ClusterPlan,
@@ -96,7 +96,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         fleet, split = args.fleet, args.split
-        props: dict[str, Any] = {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}
+        props: JsonObject = {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}
         if split is not None:
             props["split"] = {"role": split.role, "shardSize": split.shard_size, "shard": split.shard}
         super().__init__(TYPE, name, props, sim_options(args.sim, opts))
@@ -111,7 +111,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
             raise ResourceError(str(exc), self) from None
         self.placement: FleetPlacementResource | None = None
         self.observe = placement_observe(args.observe, args.access)       # read the clusters (docs/observe.md)
-        self.outputs: dict[str, Any] = {}
+        self.outputs: JsonObject = {}
         self.plan: pulumi.Output[FleetPlan]
         self.clusters: dict[str, InferenceCluster] = {}
         self.deployments: dict[str, ModelDeployment] = {}
@@ -193,7 +193,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
             secrets[callers_secret_name(control.name)] = pulumi.Output.secret(keys.apply(callers))
         return secrets
 
-    def _decide(self, raw: Mapping[str, Any], scaling_raw: Any = None) -> _Decision:
+    def _decide(self, raw: JsonMapping, scaling_raw: JsonValue = None) -> _Decision:
         """The plan of one placement: the whole fleet's (one stack), or what is fleet-wide and
         every shard's share (fleet stack, with a layout)."""
         args, layout = self.args, self.layout
@@ -330,10 +330,10 @@ class ModelplaneFleet(pulumi.ComponentResource):
             urls[name] = static if static is not None else gateways[name].address.apply(lambda a: f"http://{a}")
         return pulumi.Output.all(**urls) if urls else pulumi.Output.from_input({})
 
-    def _egress_secret(self, api_keys: pulumi.Output[Mapping[str, str]]) -> pulumi.Output[dict[str, Any]]:
+    def _egress_secret(self, api_keys: pulumi.Output[Mapping[str, str]]) -> pulumi.Output[JsonObject]:
         control = self.control_plan
 
-        def egress(keys: Mapping[str, str] | None) -> dict[str, Any]:
+        def egress(keys: Mapping[str, str] | None) -> JsonObject:
             def lookup(namespace: str, credential: Credential) -> str:
                 key = f"{namespace}/{credential.secret_name}"
                 if key not in (keys or {}):
@@ -344,7 +344,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
         return pulumi.Output.secret(api_keys.apply(egress))
 
 
-def _scaling(raw: Any) -> ScalingState:
+def _scaling(raw: JsonValue) -> ScalingState:
     """The placement resource's `autoscaling` output (None in a preview before the first check, or
     without autoscalers)."""
     return ScalingState.from_json(normalize_numbers(raw)) if raw else ScalingState()

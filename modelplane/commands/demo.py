@@ -21,12 +21,18 @@ printed, and the per-caller limits and allowed callers enforced by the same plug
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from modelplane.scheduler import FleetPlacement
+
 import argparse
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from modelplane.commands.parsers import Subparsers
 from modelplane.commands.traffic import format_result, printable, run_split
@@ -78,7 +84,7 @@ def _steps(text: str) -> tuple[int, ...]:
     return steps
 
 
-def _duration(flag: str, maximum: float) -> Any:
+def _duration(flag: str, maximum: float) -> Callable[[str], float]:
     from modelplane.durations import duration_arg  # one parser for every duration
 
     return duration_arg(flag, maximum)
@@ -99,7 +105,7 @@ def _say(message: str) -> str:
     return "\n".join(printable(redact_url(line), 2000) for line in message.splitlines())
 
 
-def _placement_lines(placement: Any) -> list[str]:
+def _placement_lines(placement: FleetPlacement) -> list[str]:
     lines = ["placement:"]
     for dp in placement.deployments:
         where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"

@@ -8,15 +8,15 @@ import argparse
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
+from modelplane.commands.parsers import Subparsers
 from modelplane.processes import HANDLED_SIGNALS, handling, signal_name
 
 PROJECT = Path(__file__).resolve().parents[2]
 STOP_SIGNALS = HANDLED_SIGNALS
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "reconcile", help="keep a stack's clusters as the fleet says: refresh, preview, up when changed",
         description="Every interval: refresh the stack, preview it (the placement reads the clusters: observed "
