@@ -35,7 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from modelplane.api import load_manifests  # noqa: E402
-from modelplane.commands.split import Load  # noqa: E402
+from modelplane.commands.traffic import Load  # noqa: E402
 from modelplane.gateway.local import LocalFleet  # noqa: E402
 from modelplane.gateway.scaling import LocalScaler  # noqa: E402
 

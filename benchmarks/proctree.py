@@ -9,14 +9,19 @@ Linux only (reads /proc).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from modelplane.processes import KILL_WAIT_S, Identity, command_line, kill_group, start, stop_groups  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -113,14 +118,6 @@ def _sample(pid: int) -> tuple[float, int] | None:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK, memory
 
 
-def _cmdline(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return [p.decode(errors="replace") for p in fh.read().split(b"\0") if p]
-    except OSError:
-        return []
-
-
 class _Sampler(threading.Thread):
     def __init__(self, root: int, classify: Callable[[Sequence[str]], str]) -> None:
         super().__init__(daemon=True)
@@ -129,7 +126,7 @@ class _Sampler(threading.Thread):
         self.stop = threading.Event()
         self.cpu: dict[int, float] = {}
         self.roles: dict[int, str] = {}
-        self.started: dict[int, int | None] = {}
+        self.started: dict[int, Identity | None] = {}
         self.peak = 0
 
     def run(self) -> None:
@@ -146,56 +143,30 @@ class _Sampler(threading.Thread):
             cpu, rss = got
             if self.roles.get(pid, "other") == "other":
                 # until it has exec'd, a fresh child still shows its parent's command line
-                self.roles[pid] = self.classify(_cmdline(pid))
-                self.started[pid] = _started(pid)
+                self.roles[pid] = self.classify(command_line(pid) or [])
+                self.started[pid] = Identity.of(pid)
             self.cpu[pid] = max(cpu, self.cpu.get(pid, 0.0))
             total += rss
         self.peak = max(self.peak, total)
 
 
-def _started(pid: int) -> int | None:
-    """When a process started (clock ticks after boot): with its pid, it names the process
-    uniquely, so a pid reused by someone else's process is never signalled. None once it
-    has exited."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            fields = fh.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
-    if len(fields) < 20 or fields[0] == b"Z":   # gone, or a zombie waiting for its parent
-        return None
-    return int(fields[19])   # field 22: starttime
-
-
-def _terminate(pgid: int, seen: Mapping[int, int | None], grace: float = GRACE_SECONDS) -> None:
+def _terminate(pgid: int, seen: Mapping[int, Identity | None], grace: float = GRACE_SECONDS) -> None:
     """SIGTERM the child's process group and every descendant seen that still runs (same
     pid, same start time: also those that left the group, like the pulumi processes a
     driver starts in sessions of their own), wait up to `grace` seconds for them to stop
     (a driver cancels its engines first), then SIGKILL what is left."""
-    alive = [pid for pid, started in seen.items() if started is not None and _started(pid) == started]
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    for pid in alive:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_started(pid) == seen[pid] for pid in alive):
-        time.sleep(0.2)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    for pid in alive:
-        if _started(pid) == seen[pid]:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
+    alive = [ident for ident in seen.values() if ident is not None and ident.alive()]
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, KILL_WAIT_S)):
+        kill_group(pgid, sig)   # the group outlives its leader while a member runs
+        alive = stop_groups(alive, ladder=((sig, wait),))
 
 
 def run_tree(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
              timeout: float | None = None, classify: Callable[[Sequence[str]], str] = role_of) -> TreeRun:
     """Run `argv` to completion (or `timeout` seconds) and measure its tree."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(list(argv), env=dict(env) if env is not None else None, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    begun = time.perf_counter()
+    proc = start(argv, env=dict(env) if env is not None else None, cwd=cwd,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     sampler = _Sampler(proc.pid, classify)
     sampler.start()
     timed_out = False
@@ -214,10 +185,9 @@ def run_tree(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: 
     finally:
         sampler.stop.set()
         sampler.join()
-    wall = time.perf_counter() - start
+    wall = time.perf_counter() - begun
     # Plugins the engine left running (it should not): ours to stop all the same.
-    leftovers = {pid: t for pid, t in sampler.started.items() if pid != proc.pid and t is not None
-                 and _started(pid) == t}
+    leftovers = {pid: t for pid, t in sampler.started.items() if pid != proc.pid and t is not None and t.alive()}
     if leftovers:
         _terminate(proc.pid, leftovers, grace=5)
     cpu: dict[str, float] = {}

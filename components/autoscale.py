@@ -7,20 +7,19 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Mapping
-from typing import Any
 
 import pulumi
 
 from modelplane.api import Fleet
 from modelplane.autoscale.loop import METRICS_FILE_ENV
 from modelplane.autoscale.state import ScalingState
+from modelplane.json_types import JsonMapping, JsonObject
 
 CONFIG_KEYS = ("metricsFile", "prometheus", "timeoutSeconds", "ttftWindowSeconds", "prometheusWindow",
                "drainSeconds", "drainGraceSeconds")
 
 
-def autoscale_input(fleet: Fleet, config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+def autoscale_input(fleet: Fleet, config: JsonMapping | None) -> JsonObject | None:
     """The `autoscale` input of a fleet that has a ReplicaAutoscaler (None otherwise: a fleet
     without one places exactly as before). Unknown keys are errors naming them."""
     if not fleet.autoscalers:
@@ -57,7 +56,7 @@ def format_autoscaling(state: ScalingState) -> str:
     return "\n".join(lines)
 
 
-def autoscaling_output(state: ScalingState) -> dict[str, Any]:
+def autoscaling_output(state: ScalingState) -> JsonObject:
     """The `autoscaling` stack output: what people read (the histories stay in the state)."""
     return {"autoscalers": {f"{ns}/{name}": {"replicas": s.replicas,
                                              **({"lastScale": s.last_scale.to_json()} if s.last_scale else {}),

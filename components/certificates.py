@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
 from components.errors import ResourceError
+from modelplane.json_types import JsonValue
 from providers.certificates import GatewayCertificate, HopCA
 
 TYPE = "modelplane:index:DataPathCertificates"
@@ -35,8 +35,8 @@ def fleet_hop_ca(fleet_stack: str, parent: pulumi.Resource) -> tuple[pulumi.Outp
     on with a placeholder, an update stops with what to do."""
     ref = pulumi.StackReference(f"{fleet_stack}-hop-ca", fleet_stack, opts=pulumi.ResourceOptions(parent=parent))
 
-    def part(key: str) -> Any:
-        def get(value: Any) -> str:
+    def part(key: str) -> pulumi.Output[str]:
+        def get(value: JsonValue) -> str:
             if isinstance(value, Mapping) and isinstance(value.get(key), str):
                 return str(value[key])
             if pulumi.runtime.is_dry_run():

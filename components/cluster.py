@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -18,6 +17,7 @@ from components.sources.kind import kind_cluster, restart_warning
 from modelplane.api import Fleet, load_manifest_text
 from modelplane.api import InferenceCluster as ClusterSpec
 from modelplane.checks.kind_node_image import node_image_error
+from modelplane.json_types import JsonObject
 from modelplane.plan import ClusterFoundation
 from modelplane.render import render_system_namespace
 from modelplane.vocabulary import PROVISIONED_SOURCES
@@ -79,7 +79,7 @@ class InferenceCluster(pulumi.ComponentResource):
         if foundation and foundation.pool_labeler:
             register_objects(name, foundation.pool_labeler, pulumi.ResourceOptions(
                 parent=self, provider=self.provider, depends_on=[self.namespace]))
-        outputs: dict[str, Any] = {"source": spec.source, "pools": [p.name for p in spec.spec.node_pools]}
+        outputs: JsonObject = {"source": spec.source, "pools": [p.name for p in spec.spec.node_pools]}
         if self.kubeconfig is not None:
             outputs["kubeconfig"] = self.kubeconfig
         self.register_outputs(outputs)
@@ -143,7 +143,7 @@ def _simulated(name: str, args: InferenceClusterArgs, parent: pulumi.Resource) -
         if not args.observed:        # nobody fails it over: the stack cannot go on
             raise ResourceError(f"InferenceCluster {name} (sim stack): {exc}", parent) from None
         # A cluster that went away is unreachable, not a broken stack: its replicas stay during the
-        # grace period and are re-placed after it (issue 13, docs/observe.md); nothing of it changes.
+        # grace period and are re-placed after it (observed capacity, docs/observe.md); nothing of it changes.
         pulumi.log.warn(f"InferenceCluster {name} (sim stack): {exc}. It is unreachable: it takes no new replica, "
                         "and its replicas are re-placed elsewhere after the grace period (docs/observe.md)", parent)
         return exc.cluster

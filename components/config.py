@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
 
 import pulumi
 
@@ -22,6 +21,7 @@ from components.args import (
 )
 from components.observe import observe_args
 from modelplane.api import ManifestError, load_manifests
+from modelplane.json_types import JsonMapping, JsonObject
 
 AWS_KEYS = {"vpcCidr": "vpc_cidr", "clusterRoleArn": "cluster_role_arn", "nodeRoleArn": "node_role_arn",
             "systemInstanceType": "system_instance_type"}
@@ -37,7 +37,7 @@ DRIVER_SPLIT_KEYS = {"fromConfig"}   # the driver's bookkeeping in a shard stack
 SHARES_FILE_ENV = "MODELPLANE_SHARES_FILE"
 
 
-def _given(block: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
+def _given(block: JsonMapping, keys: Mapping[str, str]) -> JsonObject:
     """The config keys that are set, renamed to the dataclass field names."""
     return {field: block[key] for key, field in keys.items() if block.get(key) is not None}
 
@@ -110,7 +110,7 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
     return args
 
 
-def split_args(block: Mapping[str, Any]) -> SplitArgs:
+def split_args(block: JsonMapping) -> SplitArgs:
     """The `split` config block; a clean error naming the key when it is malformed."""
     unknown = sorted(set(block) - set(SPLIT_KEYS) - DRIVER_SPLIT_KEYS)
     if unknown:
@@ -133,7 +133,7 @@ def split_args(block: Mapping[str, Any]) -> SplitArgs:
     return SplitArgs(**given, shares_file=os.environ.get(SHARES_FILE_ENV) or None)
 
 
-def sim_args(block: Mapping[str, Any] | None, manifests: str) -> SimArgs | None:
+def sim_args(block: JsonMapping | None, manifests: str) -> SimArgs | None:
     """The `sim` config block (the sim stack): None when absent; a clean error naming a bad key."""
     if block is None:
         return None

@@ -18,6 +18,7 @@ import pulumi
 from components.errors import ResourceError
 from components.k8s import ClusterReady, register_ready
 from modelplane.api import ModelDeployment as DeploymentSpec
+from modelplane.json_types import JsonObject
 from modelplane.plan import FleetPlan
 from modelplane.scheduler import DeploymentPlacement
 from modelplane.scheduler.report import explanations, replica_summary
@@ -34,8 +35,8 @@ class ModelDeploymentArgs:
 
 
 class ModelDeployment(pulumi.ComponentResource):
-    replicas: pulumi.Output[list[dict[str, Any]]]
-    conditions: pulumi.Output[list[dict[str, Any]]]
+    replicas: pulumi.Output[list[JsonObject]]
+    conditions: pulumi.Output[list[JsonObject]]
     explanations: pulumi.Output[list[str]]
     created: pulumi.Output[list[str]]  # the ids of its objects: resolves once every one is applied
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.k8s import RenderedObject
+from modelplane.json_types import JsonMapping, JsonValue
 from modelplane.render.gateway import dump, egress_name, routes_configmap
 from modelplane.vocabulary import Manifest
 
@@ -29,20 +29,20 @@ class TraefikGatewayArgs:
     # into an Output per nested value, which for a fleet's routes costs seconds.
     routes: pulumi.Output[Mapping[str, str]]
     # Live stacks: the egress configuration with the API keys, kept a secret end to end.
-    egress_secret: pulumi.Input[Mapping[str, Any]] | None = None
+    egress_secret: pulumi.Input[JsonMapping] | None = None
     # Live stacks: the Secrets the gateway mounts (its hop certificate, the callers' key
     # hashes, a self-signed edge certificate), name -> string data, each a Pulumi secret;
     # `secret_labels`: labels a Secret carries (the callers', the auth's secretSelector).
     secrets: Mapping[str, pulumi.Input[Mapping[str, str]]] = field(default_factory=dict)
     secret_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    props: Mapping[str, Any] = field(default_factory=dict)
+    props: JsonMapping = field(default_factory=dict)
 
 
-def _egress_file(dynamic: Mapping[str, Any]) -> Mapping[str, pulumi.Input[str]] | None:
+def _egress_file(dynamic: JsonMapping) -> Mapping[str, pulumi.Input[str]] | None:
     return {"egress.yaml": dump(dynamic)}
 
 
-def _address(status: Any) -> str:
+def _address(status: JsonValue) -> str:
     ingress = (status.load_balancer.ingress if status and status.load_balancer else None) or []
     return (ingress[0].hostname or ingress[0].ip) if ingress else ""
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from modelplane.json_types import JsonMapping, JsonValue
 from modelplane.vocabulary import Manifest
 
 
@@ -40,7 +40,7 @@ class RenderedObject(pulumi.CustomResource):
                          pulumi.ResourceOptions.merge(opts, extra))
 
 
-def object_name(cluster: str, obj: Mapping[str, Any]) -> str:
+def object_name(cluster: str, obj: JsonMapping) -> str:
     """`<cluster>:<namespace>/<name>`: unique per kind across clusters (the kind is in the
     type token), readable in previews."""
     meta = obj["metadata"]
@@ -52,7 +52,7 @@ def register_objects(cluster: str, objs: Iterable[Manifest], opts: pulumi.Resour
     return [RenderedObject(object_name(cluster, obj), obj, opts) for obj in objs]
 
 
-def plain(value: Any) -> Any:
+def plain(value: JsonValue) -> JsonValue:
     """Deep copy of a manifest with only JSON types (rendered dicts may hold tuples)."""
     if isinstance(value, dict):
         return {str(k): plain(v) for k, v in value.items()}
@@ -67,7 +67,7 @@ class ClusterReady:
     `modelplane-system` namespace, its serving stack and charts), a namespaced one also for
     its namespace's own objects (the Namespace, the mock engine's ConfigMap, ModelExpress).
     Narrow on purpose: one object depending on every namespace of its cluster cost the
-    program a dependency walk per pair (issue 15)."""
+    program a dependency walk per pair (preview time at scale, benchmarks/scale_engine.py)."""
 
     base: tuple[pulumi.Resource, ...] = ()
     namespaces: Mapping[str, tuple[pulumi.Resource, ...]] = field(default_factory=dict)

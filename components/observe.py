@@ -1,4 +1,4 @@
-"""The program's side of issue 13 (docs/observe.md): stack config and args -> the placement
+"""The program's side of observed capacity (docs/observe.md): stack config and args -> the placement
 resource's `observe` input; the `observation` output (logged at preview); the `verification`
 output after `up`."""
 
@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import pulumi
 
 from components.args import ClusterAccess, ObserveArgs
 from modelplane.api import Fleet
 from modelplane.durations import MAX_GRACE_S, MAX_READ_TIMEOUT_S, MAX_WAIT_S, seconds
+from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.observe.capacity import FleetCapacity
 from modelplane.observe.health import FailoverSettings, health_from_json
@@ -29,7 +29,7 @@ OBSERVE_KEYS = {"timeoutSeconds": "timeout", "unreachableGraceSeconds": "unreach
                 "unreadyGraceSeconds": "unready_grace", "verifyWaitSeconds": "verify_wait"}
 
 
-def observe_args(value: Any) -> ObserveArgs | None:
+def observe_args(value: JsonValue) -> ObserveArgs | None:
     """`modelplane:observe` config: absent or true -> the defaults, false -> off, or a block of
     timeoutSeconds / unreachableGraceSeconds / unreadyGraceSeconds."""
     if value is None or value is True:
@@ -47,7 +47,7 @@ def observe_args(value: Any) -> ObserveArgs | None:
     return ObserveArgs(**given)
 
 
-def observe_input(kubeconfigs: Mapping[str, str], timeout: float, settings: FailoverSettings) -> dict[str, Any]:
+def observe_input(kubeconfigs: Mapping[str, str], timeout: float, settings: FailoverSettings) -> JsonObject:
     """The placement resource's `observe` input (providers/observe.py reads it)."""
     return {"kubeconfigs": dict(sorted(kubeconfigs.items())), "timeoutSeconds": timeout, **settings.to_json()}
 
@@ -64,7 +64,7 @@ def _sim_kubeconfigs(access: Mapping[str, ClusterAccess]) -> dict[str, str]:
     return found
 
 
-def placement_observe(observe: ObserveArgs | None, access: Mapping[str, ClusterAccess]) -> dict[str, Any] | None:
+def placement_observe(observe: ObserveArgs | None, access: Mapping[str, ClusterAccess]) -> JsonObject | None:
     """The `observe` input: every cluster reached by a kubeconfig path, or through its simulated
     twin (a kubeconfig given only as a secret's contents is not read at preview: that cluster
     keeps its declared sizes)."""
@@ -80,10 +80,10 @@ def placement_observe(observe: ObserveArgs | None, access: Mapping[str, ClusterA
     return block
 
 
-def observation(capacity: pulumi.Output[Any], health: pulumi.Output[Any]) -> pulumi.Output[dict[str, Any]]:
+def observation(capacity: pulumi.Output[JsonObject], health: pulumi.Output[JsonObject]) -> pulumi.Output[JsonObject]:
     """The `observation` output (capacity and health as check() read them); logged at preview
     and up next to the placement table."""
-    def report(values: list[Any]) -> dict[str, Any]:
+    def report(values: list[JsonObject]) -> JsonObject:
         cap, hea = values
         if cap:
             pulumi.log.info(format_capacity(FleetCapacity.from_json(cap), health_from_json(hea)))
@@ -91,8 +91,8 @@ def observation(capacity: pulumi.Output[Any], health: pulumi.Output[Any]) -> pul
     return pulumi.Output.all(capacity, health).apply(report)
 
 
-def verification(fleet: Fleet, placement: pulumi.Output[Any], block: Mapping[str, Any] | None,
-                 wait: float, created: Sequence[pulumi.Output[Any]]) -> pulumi.Output[dict[str, Any]] | None:
+def verification(fleet: Fleet, placement: pulumi.Output[JsonObject], block: JsonMapping | None,
+                 wait: float, created: Sequence[pulumi.Output[JsonValue]]) -> pulumi.Output[JsonObject] | None:
     """The `verification` output: once every placed replica's objects are applied (`created`
     resolves), read the clusters until every replica verifies or `wait` seconds passed; a
     mismatch is a warning in `pulumi up`'s output, naming each replica and the cluster's reason.
@@ -103,7 +103,7 @@ def verification(fleet: Fleet, placement: pulumi.Output[Any], block: Mapping[str
     contexts = dict(block.get("contexts") or {})
     timeout = float(block.get("timeoutSeconds") or DEFAULT_READ_TIMEOUT_S)
 
-    def run(values: list[Any]) -> dict[str, Any]:
+    def run(values: list[JsonValue]) -> JsonObject:
         if pulumi.runtime.is_dry_run():
             return {"ok": None, "summary": "verified after `up`"}
         placed = FleetPlacement.from_json(normalize_numbers(values[0]))

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
 from modelplane.api import ModelEndpoint as EndpointSpec
 from modelplane.api import ModelService as ServiceSpec
 from modelplane.gateway.fleet import route_weights
+from modelplane.json_types import JsonObject
 from modelplane.plan import FleetPlan
 
 
@@ -23,7 +23,7 @@ class ModelServiceArgs:
 
 class ModelService(pulumi.ComponentResource):
     url: pulumi.Output[str]
-    weights: pulumi.Output[list[dict[str, Any]]]
+    weights: pulumi.Output[list[JsonObject]]
 
     def __init__(self, name: str, args: ModelServiceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         service = args.service
@@ -32,7 +32,7 @@ class ModelService(pulumi.ComponentResource):
                          {"namespace": ns, "name": sname, "manifest": service.to_manifest()}, opts)
         self.url = pulumi.Output.concat(args.base_url, f"/{ns}/{sname}")
 
-        def weights(fp: FleetPlan) -> list[dict[str, Any]]:
+        def weights(fp: FleetPlan) -> list[JsonObject]:
             route = fp.route(ns, sname)
             return route_weights(route) if route is not None else []
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pulumi
 
 from components.args import SimArgs
+from modelplane.json_types import JsonMapping, JsonObject
 from sim import KubeClient, SimError, SimFleet
 
 SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -95,7 +95,7 @@ def simulated_cluster(name: str, sim: SimArgs) -> SimCluster:
     return found
 
 
-def _skip_await(props: Mapping[str, Any]) -> dict[str, Any] | None:
+def _skip_await(props: JsonMapping) -> JsonObject | None:
     """`props` with the skipAwait annotation, or None when its metadata is not a plain dict."""
     meta = props.get("metadata")
     if not isinstance(meta, Mapping):
@@ -105,7 +105,7 @@ def _skip_await(props: Mapping[str, Any]) -> dict[str, Any] | None:
     return {**props, "metadata": {**meta, "annotations": annotations}}
 
 
-def _claims_mounted(props: Mapping[str, Any]) -> list[str]:
+def _claims_mounted(props: JsonMapping) -> list[str]:
     """The PersistentVolumeClaims a workload's pod template mounts."""
     spec = props.get("spec")
     template = spec.get("template") if isinstance(spec, Mapping) else None
@@ -115,7 +115,7 @@ def _claims_mounted(props: Mapping[str, Any]) -> list[str]:
             if isinstance(v, Mapping) and isinstance(v.get("persistentVolumeClaim"), Mapping)]
 
 
-def await_rule(kind: str, props: Mapping[str, Any]) -> tuple[bool, str]:
+def await_rule(kind: str, props: JsonMapping) -> tuple[bool, str]:
     """(wait for it?, why not) for one Kubernetes object on a simulated cluster."""
     if kind == "Service":
         spec = props.get("spec")

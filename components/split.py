@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
 
 import pulumi
 
@@ -21,6 +20,7 @@ from components.args import SplitArgs
 from components.errors import ResourceError
 from modelplane.api import Fleet
 from modelplane.gateway.config import ServiceRoute
+from modelplane.json_types import JsonMapping
 from modelplane.plan import ControlPlan, FleetPlan, PlanError
 from modelplane.plan.share import Share, StackLayout, fleet_shares, plan_shard
 from modelplane.render import RenderError
@@ -51,7 +51,7 @@ def write_shares_file(path: str, shares: Mapping[str, str], layout: StackLayout)
     os.replace(tmp, path)
 
 
-def _share_text(outputs: Mapping[str, Any] | None, split: SplitArgs, parent: pulumi.Resource) -> str:
+def _share_text(outputs: JsonMapping | None, split: SplitArgs, parent: pulumi.Resource) -> str:
     text = ((outputs or {}).get(SHARES_OUTPUT) or {}).get(split.shard)
     if not isinstance(text, str):
         where = split.shares_file or f"the outputs of stack {split.fleet_stack}"

@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+
+from modelplane.json_types import JsonValue
 
 
-def normalize_numbers(value: Any) -> Any:
+def normalize_numbers(value: JsonValue) -> JsonValue:
     """Integral floats become ints, through mappings (rebuilt as dicts) and lists; anything
     else (strings, bools, the SDK's Unknown sentinel) is kept as it is."""
     if isinstance(value, float) and value.is_integer():
@@ -21,7 +22,7 @@ def normalize_numbers(value: Any) -> Any:
     return value
 
 
-def digest(value: Any) -> str:
+def digest(value: JsonValue) -> str:
     """A digest of a JSON value that is the same before and after the engine (numbers
     normalized, keys sorted): what a stack keeps instead of a second copy of the value."""
     text = json.dumps(normalize_numbers(value), sort_keys=True, separators=(",", ":"), default=str)

@@ -8,10 +8,10 @@ imports it from here.
 
 from __future__ import annotations
 
-from typing import Any
+from modelplane.json_types import JsonObject
 
 # A Kubernetes object as plain JSON-like data: what every renderer returns.
-Manifest = dict[str, Any]
+Manifest = JsonObject
 
 GROUP = "modelplane.ai/"
 # Every cluster belongs to the group named by this key: its own name (the label the

@@ -22,11 +22,18 @@ the routes, until it has been out for `drainSeconds` and its engines report noth
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from modelplane.api.fleet import Fleet
+    from modelplane.api.replica_autoscaler import ReplicaAutoscaler
+
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from pulumi.dynamic import CheckFailure
+
+from modelplane.json_types import JsonMapping, JsonObject
 
 AUTOSCALE_KEY = "autoscale"          # the input
 AUTOSCALING_KEY = "autoscaling"      # the output: the loop's state
@@ -38,7 +45,7 @@ DEFAULT_DRAIN_GRACE_S = 600.0
 _PROM_WINDOW = re.compile(r"[1-9][0-9]{0,5}(s|m|h)")
 
 
-def check_block(block: Mapping[str, Any]) -> dict[str, Any]:
+def check_block(block: JsonMapping) -> JsonObject:
     """The `autoscale` input, each value checked (ValueError naming the key)."""
     from modelplane.autoscale.loop import DEFAULT_DRAIN_SECONDS, MAX_DRAIN_SECONDS
     from modelplane.durations import MAX_READ_TIMEOUT_S, seconds
@@ -81,7 +88,7 @@ def check_block(block: Mapping[str, Any]) -> dict[str, Any]:
 class _NoSource:
     """No metrics file and no cluster to read: every metric unreadable, saying why."""
 
-    def read(self, autoscaler: Any, current: int, now: float) -> dict[str, Any]:  # noqa: ARG002 - the protocol's
+    def read(self, autoscaler: ReplicaAutoscaler, current: int, now: float) -> JsonObject:  # noqa: ARG002 - the protocol's
         from modelplane.autoscale import Unreadable
 
         return {m.type: Unreadable("no metrics source: no cluster has a kubeconfig to read (stack config clusters."
@@ -89,10 +96,10 @@ class _NoSource:
                 for m in autoscaler.spec.metrics}
 
 
-def autoscaled_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, Any],
-                       observe: Mapping[str, Any] | None, accounting: str,
+def autoscaled_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping,
+                       observe: JsonMapping | None, accounting: str,
                        counts: Mapping[str, Mapping[str, int]] | None, now: float
-                       ) -> tuple[dict[str, Any], list[CheckFailure]]:
+                       ) -> tuple[JsonObject, list[CheckFailure]]:
     """(placement, autoscaling and, when observed, capacity and health outputs; failures)."""
     # Deferred, like compute_placement's: importing the provider module stays cheap.
     from modelplane.autoscale import FileMetricsSource, MetricsSource
@@ -161,15 +168,15 @@ def autoscaled_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, 
         # Nothing known in flight (a metrics file, no pod left): the drain time alone.
         return out_for >= settings["drain"] and idle.get(d.replica.name) is not False
 
-    extra: dict[str, Any] = {}
+    extra: JsonObject = {}
 
-    def place(scaled: Any, prev: dict[str, Any] | None) -> dict[str, Any]:
+    def place(scaled: Fleet, prev: JsonObject | None) -> JsonObject:
         if observed is None:
             return place_fleet(scaled, FleetPlacement.from_json(prev) if prev else None, accounting,
                                {c: dict(p) for c, p in counts.items()} if counts else None).to_json()
         plan = place_observed_with(scaled, olds, prev, observed, accounting, counts, now)
         extra.update({CAPACITY_KEY: plan.capacity.to_json(), HEALTH_KEY: health_to_json(plan.health)})
-        placed: dict[str, Any] = plan.placement
+        placed: JsonObject = plan.placement
         return placed
 
     try:

@@ -13,42 +13,42 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any
 
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider
 
 from modelplane.gateway import pki
+from modelplane.json_types import JsonObject
 
 SECRET_OUTPUTS = ["key"]
 
 
-def _id(kind: str, props: dict[str, Any]) -> str:
+def _id(kind: str, props: JsonObject) -> str:
     """A resource id naming what it is, never derived from a key."""
     seed = "|".join(str(props.get(k, "")) for k in ("commonName", "usage", "names"))
     return f"{kind}-{hashlib.sha256(seed.encode()).hexdigest()[:16]}"
 
 
-def _replaces(olds: dict[str, Any], news: dict[str, Any], keys: Sequence[str]) -> DiffResult:
+def _replaces(olds: JsonObject, news: JsonObject, keys: Sequence[str]) -> DiffResult:
     changed = [k for k in keys if olds.get(k) != news.get(k)]
     return DiffResult(changes=bool(changed), replaces=changed, delete_before_replace=False)
 
 
 class HopCAProvider(ResourceProvider):
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    def create(self, props: JsonObject) -> CreateResult:
         ca = pki.new_ca(str(props["commonName"]))
         return CreateResult(_id("ca", props), {"commonName": props["commonName"], "cert": ca.cert_pem,
                                                "key": ca.key_pem})
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+    def diff(self, _id: str, olds: JsonObject, news: JsonObject) -> DiffResult:
         return _replaces(olds, news, ["commonName"])
 
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+    def read(self, id_: str, props: JsonObject) -> ReadResult:
         return ReadResult(id_, props)
 
 
 class GatewayCertificateProvider(ResourceProvider):
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    def create(self, props: JsonObject) -> CreateResult:
         ca = pki.KeyPair(str(props["caCert"]), str(props["caKey"]))
         names = [str(n) for n in props.get("names") or []]
         if props.get("usage") == "self-signed":
@@ -61,10 +61,10 @@ class GatewayCertificateProvider(ResourceProvider):
                                                  "names": names, "caCert": props.get("caCert") or "",
                                                  "cert": pair.cert_pem, "key": pair.key_pem})
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+    def diff(self, _id: str, olds: JsonObject, news: JsonObject) -> DiffResult:
         return _replaces(olds, news, ["commonName", "usage", "names", "caCert"])
 
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+    def read(self, id_: str, props: JsonObject) -> ReadResult:
         return ReadResult(id_, props)
 
 
@@ -91,7 +91,7 @@ class GatewayCertificate(Resource, module="modelplane", name="GatewayCertificate
                  opts: pulumi.ResourceOptions | None = None) -> None:
         """`ca`: the hop CA's certificate and key (the key a secret); none for `self-signed`."""
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=SECRET_OUTPUTS))
-        props: dict[str, Any] = {"commonName": common_name, "usage": usage, "names": list(names),
+        props: JsonObject = {"commonName": common_name, "usage": usage, "names": list(names),
                                  "caCert": ca[0] if ca is not None else "",
                                  "caKey": pulumi.Output.secret(ca[1]) if ca is not None else "",
                                  "cert": None, "key": None}

@@ -1,4 +1,4 @@
-"""The placement provider's view of the live clusters (issue 13; docs/observe.md).
+"""The placement provider's view of the live clusters (observed capacity; docs/observe.md).
 
 With an `observe` input (`{"kubeconfigs": {cluster: path}, "contexts": {cluster: name},
 "timeoutSeconds": 5, "unreachableGraceSeconds": 300, "unreadyGraceSeconds": 900}`), check()
@@ -12,12 +12,19 @@ previews no change.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from modelplane.api.fleet import Fleet
+    from modelplane.observe.health import FailoverSettings
+    from modelplane.observe.place import ObservedPlan
+
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pulumi.dynamic import CheckFailure
 
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 
 OBSERVE_KEY = "observe"
@@ -31,10 +38,10 @@ class ObserveSettings:
     kubeconfigs: dict[str, str]
     contexts: dict[str, str]
     timeout: float
-    failover: Any                                 # modelplane.observe.health.FailoverSettings
+    failover: FailoverSettings
 
 
-def observe_settings(block: Mapping[str, Any]) -> ObserveSettings | CheckFailure:
+def observe_settings(block: JsonMapping) -> ObserveSettings | CheckFailure:
     """The `observe` input's settings, or the check failure naming what is wrong with them."""
     # Deferred, like compute_placement's: importing the provider module stays cheap
     # (tests/pulumi/test_placement_provider.py).
@@ -53,9 +60,9 @@ def observe_settings(block: Mapping[str, Any]) -> ObserveSettings | CheckFailure
     return ObserveSettings(kubeconfigs, contexts, timeout, settings)
 
 
-def place_observed_with(fleet: Any, olds: Mapping[str, Any], previous: Mapping[str, Any] | None,
+def place_observed_with(fleet: Fleet, olds: JsonMapping, previous: JsonMapping | None,
                         settings: ObserveSettings, accounting: str, counts: Mapping[str, Mapping[str, int]] | None,
-                        now: float) -> Any:
+                        now: float) -> ObservedPlan:
     """Read the clusters and place against them (modelplane.observe.place), the health carried
     from the state. Raises PlacementFormatError on a malformed previous placement."""
     from modelplane.observe.health import health_from_json
@@ -71,9 +78,9 @@ def place_observed_with(fleet: Any, olds: Mapping[str, Any], previous: Mapping[s
                           health=health, settings=settings.failover)
 
 
-def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, Any], accounting: str,
+def observed_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping, accounting: str,
                      counts: Mapping[str, Mapping[str, int]] | None, now: float
-                     ) -> tuple[dict[str, Any], list[CheckFailure]]:
+                     ) -> tuple[JsonObject, list[CheckFailure]]:
     """(placement, capacity and health outputs; failures) for one check()."""
     from modelplane.observe.health import health_to_json
     from modelplane.scheduler import PlacementFormatError

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 from pulumi.dynamic import (
@@ -29,6 +28,7 @@ from pulumi.output import Unknown
 
 from modelplane.engine_json import digest
 from modelplane.engine_json import normalize_numbers as normalize_numbers  # one home; re-exported for tests
+from modelplane.json_types import JsonMapping, JsonObject
 from providers.autoscale import AUTOSCALE_KEY, AUTOSCALING_KEY, autoscaled_outputs
 from providers.observe import OBSERVE_KEY, OUTPUT_KEYS, observed_outputs, unreadable_placement
 
@@ -42,7 +42,7 @@ FLEET_DIGEST = "fleetDigest"
 _UNKNOWN_TOKEN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # the engine's unknown sentinel
 
 
-def contains_unknown(value: Any) -> bool:
+def contains_unknown(value: object) -> bool:
     if isinstance(value, Unknown) or value == _UNKNOWN_TOKEN:
         return True
     if isinstance(value, Mapping):
@@ -52,7 +52,7 @@ def contains_unknown(value: Any) -> bool:
     return False
 
 
-def replica_keys(placement: Mapping[str, Any] | None) -> set[tuple[str, str, int]]:
+def replica_keys(placement: JsonMapping | None) -> set[tuple[str, str, int]]:
     """(namespace/deployment, cluster, index) for every placed replica."""
     keys: set[tuple[str, str, int]] = set()
     for dep in (placement or {}).get("deployments", []) or []:
@@ -66,7 +66,7 @@ def _rows(keys: set[tuple[str, str, int]]) -> list[list[str | int]]:
     return [list(k) for k in sorted(keys)]
 
 
-def replica_changes(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> dict[str, list[list[str | int]]]:
+def replica_changes(old: JsonMapping | None, new: JsonMapping | None) -> dict[str, list[list[str | int]]]:
     """Which replicas a new placement adds, keeps and removes relative to the old one."""
     before, after = replica_keys(old), replica_keys(new)
     return {"added": _rows(after - before), "kept": _rows(after & before), "removed": _rows(before - after)}
@@ -84,8 +84,8 @@ def _manifest_failures(exc: Exception) -> list[CheckFailure]:
     return out
 
 
-def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any], now: float | None = None
-                      ) -> tuple[dict[str, Any] | None, list[CheckFailure]]:
+def compute_placement(olds: JsonMapping, news: JsonMapping, now: float | None = None
+                      ) -> tuple[JsonObject | None, list[CheckFailure]]:
     """({"placement": JSON} plus, with an `observe` input, what was observed; failures).
     Without `observe` pure: the same olds and news give the same answer, which `pulumi up`
     relies on (check runs in its preview and again in its update). With it, the clusters
@@ -123,7 +123,7 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any], now: flo
     return {"placement": placement.to_json()}, []
 
 
-def outputs(props: Mapping[str, Any]) -> dict[str, Any]:
+def outputs(props: JsonMapping) -> JsonObject:
     """The checked inputs as outputs, the fleet replaced by its digest."""
     out = {k: v for k, v in props.items() if k != "fleet"}
     out[FLEET_DIGEST] = digest(props.get("fleet") or [])
@@ -131,7 +131,7 @@ def outputs(props: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class PlacementProvider(ResourceProvider):
-    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+    def check(self, olds: JsonObject, news: JsonObject) -> CheckResult:
         olds, news = normalize_numbers(olds or {}), normalize_numbers(news)
         inputs = dict(news)
         if any(contains_unknown(news.get(k)) for k in DRIVING_KEYS):
@@ -143,7 +143,7 @@ class PlacementProvider(ResourceProvider):
         inputs.update(outputs or {})
         return CheckResult(inputs, [])
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+    def diff(self, _id: str, olds: JsonObject, news: JsonObject) -> DiffResult:
         olds, news = normalize_numbers(olds), normalize_numbers(news)
         new_placement = news.get("placement")
         if contains_unknown(new_placement):
@@ -158,24 +158,24 @@ class PlacementProvider(ResourceProvider):
         # objects' delete + create, not this resource's.
         return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    def create(self, props: JsonObject) -> CreateResult:
         return CreateResult("fleet-placement", outs=outputs(props))
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+    def update(self, _id: str, _olds: JsonObject, news: JsonObject) -> UpdateResult:
         # Every output: a partial dict would drop the placement from state.
         return UpdateResult(outs=outputs(news))
 
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+    def read(self, id_: str, props: JsonObject) -> ReadResult:
         return ReadResult(id_, props)
 
 
 @dataclass(kw_only=True)
 class FleetPlacementArgs:
-    fleet_documents: list[dict[str, Any]]      # `Fleet.to_documents()`
+    fleet_documents: list[JsonObject]      # `Fleet.to_documents()`
     accounting: str                            # one of the scheduler's ACCOUNTING_MODES
     observed: Mapping[str, Mapping[str, int]] | None = None
-    observe: Mapping[str, Any] | None = None   # providers.observe.observe_input(...): read the clusters
-    autoscale: Mapping[str, Any] | None = None  # the fleet has ReplicaAutoscalers (providers/autoscale.py)
+    observe: JsonMapping | None = None   # providers.observe.observe_input(...): read the clusters
+    autoscale: JsonMapping | None = None  # the fleet has ReplicaAutoscalers (providers/autoscale.py)
 
 
 class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement"):
@@ -183,15 +183,15 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
     `pulumi-python:dynamic/modelplane:FleetPlacement` (the policy pack and existing stacks
     name it); the class is not called FleetPlacement, which is the scheduler's result type."""
 
-    fleet: pulumi.Output[list[dict[str, Any]]]
+    fleet: pulumi.Output[list[JsonObject]]
     accounting: pulumi.Output[str]
-    placement: pulumi.Output[dict[str, Any]]
-    capacity: pulumi.Output[dict[str, Any]]         # with `observe` (providers/observe.py)
-    health: pulumi.Output[dict[str, Any]]
-    autoscaling: pulumi.Output[dict[str, Any]]      # with `autoscale` (providers/autoscale.py)
+    placement: pulumi.Output[JsonObject]
+    capacity: pulumi.Output[JsonObject]         # with `observe` (providers/observe.py)
+    health: pulumi.Output[JsonObject]
+    autoscaling: pulumi.Output[JsonObject]      # with `autoscale` (providers/autoscale.py)
 
     def __init__(self, name: str, args: FleetPlacementArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        props: dict[str, Any] = {"fleet": args.fleet_documents, "accounting": args.accounting,
+        props: JsonObject = {"fleet": args.fleet_documents, "accounting": args.accounting,
                                  "placement": None}
         if args.observed:
             props["observed"] = {c: dict(p) for c, p in args.observed.items()}

@@ -25,10 +25,9 @@ import os
 import shutil
 import signal
 import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -38,6 +37,7 @@ from modelplane.api import load_documents
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_cluster import InferenceCluster
 from modelplane.plan import ControlPlane, PlanError, control_plane_cluster
+from modelplane.processes import HANDLED_SIGNALS, handling, signal_name
 
 from .cluster import LOOPBACK, PORT_ROLES, ClusterPorts, SimCluster
 from .errors import SimError
@@ -47,7 +47,6 @@ from .tools import BUILD_HINT, SimTools, find_tools
 
 DEFAULT_STATE_DIR = ".modelplane/sim"  # relative to the working directory (the CLI's and the sim stack's)
 DEFAULT_TIMEOUT_S = 120.0
-HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def simulated_clusters(fleet: Fleet) -> dict[str, InferenceCluster]:
@@ -135,23 +134,13 @@ def assign_ports(names: list[str], first_port: int | None) -> dict[str, ClusterP
     return {name: ClusterPorts(*pool[i * per:(i + 1) * per]) for i, name in enumerate(names)}
 
 
-@contextmanager
-def _signals_interrupt() -> Iterator[None]:
+def _signals_interrupt() -> AbstractContextManager[None]:
     """Turn SIGINT/SIGTERM/SIGHUP into Interrupted while starting (main thread only: Python
     delivers signals there; elsewhere the caller owns signal handling)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
     def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Interrupted(signal.Signals(signum).name)
+        raise Interrupted(signal_name(signum))
 
-    previous = {sig: signal.signal(sig, handler) for sig in HANDLED_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+    return handling(handler, HANDLED_SIGNALS)
 
 
 class SimFleet:
@@ -347,18 +336,9 @@ class SimFleet:
             self.down()
 
 
-@contextmanager
-def _ignore_signals() -> Iterator[None]:
+def _ignore_signals() -> AbstractContextManager[None]:
     """While cleaning up, a second Ctrl-C must not abandon half-stopped processes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in HANDLED_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+    return handling(signal.SIG_IGN, HANDLED_SIGNALS)
 
 
 def up(fleet: Fleet, state_dir: str | Path, **options: Any) -> dict[str, Path]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from modelplane.kube import JsonObject as JsonObject  # re-exported: sim.cluster uses it
+from modelplane.json_types import JsonObject as JsonObject  # re-exported: sim.cluster uses it
 from modelplane.kube import KubeClient as CoreKubeClient
 from modelplane.kube import KubeError
 from modelplane.redact import outside_text

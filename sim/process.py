@@ -4,42 +4,17 @@ its output in a log file, and its identity (pid + kernel start time) recorded so
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from modelplane.processes import Identity, reap, start, start_time, stop_groups
+
+# start_time is modelplane.processes's; the sim's state file and its tests read it from here.
+__all__ = ["STOP_GRACE_S", "STOP_TIERS", "Proc", "spawn", "start_time", "stop"]
+
 STOP_GRACE_S = 10.0
-
-
-def start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or None
-    when no such process exists. Together with the pid it identifies a process across pid reuse."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat.rsplit(")", 1)[1].split()
-    return fields[19] if len(fields) > 19 else None
-
-
-def command_line(pid: int) -> list[str] | None:
-    """The process's argv as the kernel records it (/proc/<pid>/cmdline), or None."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return [a.decode(errors="replace") for a in raw.split(b"\0")[:-1]] or None
-
-
-def _state(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return None
 
 
 @dataclass
@@ -66,17 +41,10 @@ class Proc:
         another program, is never signalled."""
         if self.popen is not None and self.popen.poll() is not None:
             return False
-        if self.pid <= 1 or self.pid == os.getpid():
-            return False
-        if start_time(self.pid) != self.start or _state(self.pid) in (None, "Z"):
-            return False
-        if self.popen is not None:
-            # Our own child: no need to ask, and right after exec the kernel may not have set up its
-            # argv yet (Popen returns once the exec closed its pipe; /proc/<pid>/cmdline reads empty
-            # until the new image's arguments are in place).
-            return True
-        argv = command_line(self.pid)
-        return argv is not None and argv[0] == self.argv0
+        # Our own child needs no argv check; right after exec the kernel may not have set its argv
+        # up yet (Popen returns once the exec closed its pipe; /proc/<pid>/cmdline reads empty
+        # until the new image's arguments are in place).
+        return Identity(self.pid, self.start, None if self.popen is not None else self.argv0).alive()
 
     def exit_code(self) -> int | None:
         return self.popen.poll() if self.popen is not None else None
@@ -93,11 +61,11 @@ def spawn(name: str, argv: list[str], log: Path, env: dict[str, str] | None = No
     """Start `argv` in a new session with stdout+stderr to `log` (appended)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        popen = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                 start_new_session=True, env={**os.environ, **(env or {})})
+        popen = start(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                      env={**os.environ, **(env or {})})
     # A just-forked child always has a /proc entry until it is reaped; the fallback is never used.
-    start = start_time(popen.pid) or "0"
-    return Proc(name, popen.pid, start, str(log), argv[0], popen)
+    started = start_time(popen.pid) or "0"
+    return Proc(name, popen.pid, started, str(log), argv[0], popen)
 
 
 # Stop order: clients of the API server first, then the API server, then its storage; an API
@@ -114,50 +82,8 @@ def stop(procs: list[Proc], grace: float = STOP_GRACE_S) -> list[str]:
     tiers += [[p for p in procs if p.name in tier] for tier in STOP_TIERS]
     left: list[str] = []
     for tier in tiers:
-        left += _stop_tier(tier, grace)
+        left += [p.name for p in stop_groups(tier, grace)]
     for p in procs:
         if p.popen is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                p.popen.wait(timeout=1.0)
+            reap(p.popen)
     return left
-
-
-def _stop_tier(procs: list[Proc], grace: float) -> list[str]:
-    live = [p for p in procs if p.alive()]
-    for p in live:
-        _signal_group(p, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while any(p.alive() for p in live) and time.monotonic() < deadline:
-        _reap(live)
-        time.sleep(0.05)
-    for p in live:
-        if p.alive():
-            _signal_group(p, signal.SIGKILL)
-    deadline = time.monotonic() + 5.0
-    while any(p.alive() for p in live) and time.monotonic() < deadline:
-        _reap(live)
-        time.sleep(0.05)
-    return [p.name for p in live if p.alive()]
-
-
-def _reap(procs: list[Proc]) -> None:
-    for p in procs:
-        if p.popen is not None:
-            p.popen.poll()
-
-
-def _signal_group(p: Proc, sig: signal.Signals) -> None:
-    if not p.alive():
-        return                               # checked again right before each signal
-    try:
-        # Each process leads its own session and group (start_new_session), so pgid == pid;
-        # one that no longer leads its group gets the signal alone.
-        if os.getpgid(p.pid) == p.pid:
-            os.killpg(p.pid, sig)
-        else:
-            os.kill(p.pid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(p.pid, sig)

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -57,6 +56,7 @@ from modelplane.clouds.nodes import (
     provisioned_node_labels,
     provisioned_node_taints,
 )
+from modelplane.json_types import JsonObject
 from modelplane.render.storage_class import storage_class_manifest
 
 DEFAULT_AMI = "AL2023_x86_64_NVIDIA"
@@ -173,7 +173,7 @@ def _launch_template(name: str, pool: NodePool, instance_type: str, network: Net
 
 
 def kubeconfig(cluster: aws.eks.Cluster, region: str) -> pulumi.Output[str]:
-    def build(args: list[Any]) -> str:
+    def build(args: list[str]) -> str:
         name, endpoint, ca = args
         return json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": name,
@@ -302,7 +302,7 @@ def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceClus
 
 
 def _efs_storage(name: str, cluster: aws.eks.Cluster, network: Network, settings: AwsArgs,
-                 opts: pulumi.ResourceOptions, tags: dict[str, str], system: aws.eks.NodeGroup) -> dict[str, Any]:
+                 opts: pulumi.ResourceOptions, tags: dict[str, str], system: aws.eks.NodeGroup) -> JsonObject:
     """EFS for ModelCache PVCs: the file system, its mount targets, the CSI driver add-on
     (after the system nodes that run its controller) and the StorageClass manifest."""
     fs = aws.efs.FileSystem(f"{name}-cache", encrypted=True, throughput_mode="elastic",

@@ -18,7 +18,6 @@ Rules this follows (contract tests in tests/pulumi/test_cloud_contracts.py):
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
@@ -40,7 +39,7 @@ from modelplane.render.storage_class import storage_class_manifest
 
 
 def kubeconfig(cluster: gcp.container.Cluster) -> pulumi.Output[str]:
-    def build(args: list[Any]) -> str:
+    def build(args: list[str]) -> str:
         name, endpoint, ca = args
         return json.dumps({
             "apiVersion": "v1", "kind": "Config", "current-context": name,

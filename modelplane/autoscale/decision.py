@@ -39,7 +39,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 from modelplane.api.replica_autoscaler import (
     DEFAULT_POLICY_PERIOD_SECONDS,
@@ -50,6 +49,7 @@ from modelplane.api.replica_autoscaler import (
     ReplicaAutoscaler,
     ScalingRules,
 )
+from modelplane.json_types import JsonObject
 from modelplane.scheduler import Condition
 
 from . import conditions as c
@@ -124,8 +124,8 @@ class MetricStatus:
     missing: int = 0            # ready replicas that did not report it (they hold a scale-down)
     note: str | None = None     # why the first of them did not
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.type, "target": self.target}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"type": self.type, "target": self.target}
         if self.error is not None:
             out["error"] = self.error
         else:
@@ -148,7 +148,7 @@ class Decision:
     def condition(self, type_: str) -> Condition | None:
         return next((x for x in self.conditions if x.type == type_), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"current": self.current, "desired": self.desired, "recommendation": self.recommendation,
                 "reason": self.reason, "message": self.message, "metrics": [m.to_json() for m in self.metrics],
                 "conditions": [x.to_json() for x in self.conditions], "history": self.history.to_json()}

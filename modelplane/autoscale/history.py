@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol, TypeVar
 
 from modelplane.api.model_deployment import MAX_REPLICAS
+from modelplane.json_types import JsonObject, JsonValue
 
 # A decision every second over HPA's longest window (3600 s) stays within it.
 MAX_ENTRIES = 4096
@@ -48,7 +49,7 @@ class History:
         count is the first recommendation, so the first scale-down waits a whole window."""
         return cls(recommendations=(Recommendation(now, current),))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "recommendations": [{"at": r.at, "replicas": r.replicas} for r in self.recommendations],
             "scaleUp": [{"at": e.at, "change": e.change} for e in self.scale_up],
@@ -56,7 +57,7 @@ class History:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> History:
+    def from_json(cls, data: JsonValue) -> History:
         if not isinstance(data, dict):
             raise HistoryFormatError("$: expected an object with recommendations, scaleUp, scaleDown")
         unknown = sorted(set(data) - {"recommendations", "scaleUp", "scaleDown"})
@@ -68,7 +69,7 @@ class History:
         return cls(recs, ups, downs)
 
 
-def _entries(data: dict[str, Any], key: str, field: str, least: int) -> list[tuple[float, int]]:
+def _entries(data: JsonObject, key: str, field: str, least: int) -> list[tuple[float, int]]:
     items = data.get(key, [])
     if not isinstance(items, list):
         raise HistoryFormatError(f"$.{key}: expected a list")
@@ -88,7 +89,15 @@ def _entries(data: dict[str, Any], key: str, field: str, least: int) -> list[tup
     return out
 
 
-def kept(entries: tuple[Any, ...], since: float) -> tuple[Any, ...]:
+class _Timed(Protocol):
+    @property
+    def at(self) -> float: ...
+
+
+Timed = TypeVar("Timed", bound=_Timed)
+
+
+def kept(entries: tuple[Timed, ...], since: float) -> tuple[Timed, ...]:
     """The entries recorded at or after `since`, at most MAX_ENTRIES (the newest)."""
     recent = tuple(e for e in entries if e.at >= since)
     return recent[-MAX_ENTRIES:]

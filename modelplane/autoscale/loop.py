@@ -28,10 +28,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
+from modelplane.json_types import JsonObject
 from modelplane.scheduler import FleetPlacement
 
 from . import conditions as c
@@ -45,7 +45,7 @@ from .state import AutoscalerState, Draining, Held, ScaleRecord, ScalingState
 HELD_REASONS = frozenset({c.FAILED_GET_METRICS, c.SCALE_DOWN_SKIPPED})
 
 Key = tuple[str, str]
-PlacementJson = dict[str, Any]
+PlacementJson = JsonObject
 # Seconds a replica stays out of the routes before its objects are deleted, in the Pulumi
 # stacks: a ConfigMap change reaches a running Traefik when the kubelet syncs the volume
 # (its sync period, one minute by default, plus the cache's), and what was in flight then
@@ -121,9 +121,9 @@ def _revive(previous: PlacementJson | None, draining: tuple[Draining, ...],
     return doc, revived
 
 
-def _names(placement: PlacementJson | None) -> dict[Key, dict[str, Any]]:
+def _names(placement: PlacementJson | None) -> dict[Key, JsonObject]:
     """(namespace, deployment) -> {replica name: replica JSON}."""
-    out: dict[Key, dict[str, Any]] = {}
+    out: dict[Key, JsonObject] = {}
     for dep in (placement or {}).get("deployments") or []:
         out[(dep.get("namespace"), dep.get("name"))] = {r.get("name"): r for r in dep.get("replicas") or []}
     return out

@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
+from modelplane.json_types import JsonObject
 from modelplane.scheduler import (
     DEFAULT_ACCOUNTING,
     Condition,
@@ -76,7 +76,7 @@ class ScalingOutcome:
     decision: Decision
     placed: int
     limited: Condition
-    unplaced: tuple[dict[str, Any], ...] = ()   # {index, verdict, message} per unplaced replica
+    unplaced: tuple[JsonObject, ...] = ()   # {index, verdict, message} per unplaced replica
 
     @property
     def target(self) -> Key:
@@ -87,7 +87,7 @@ class ScalingOutcome:
         kept = [x for x in self.decision.conditions if x.type != c.SCALING_LIMITED]
         return [*kept, self.limited]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """What `plan --json` reports. The decision's history is state, not a report (the
         placement resource keeps it): leaving it out keeps the output a function of the
         inputs, with no clock in it."""
@@ -147,9 +147,9 @@ def _outcome(scaler: ReplicaAutoscaler, decision: Decision, placed: DeploymentPl
     return ScalingOutcome(scaler, decision, count, limited, unplaced)
 
 
-def _unplaced_json(unplaced: Unplaced) -> dict[str, Any]:
+def _unplaced_json(unplaced: Unplaced) -> JsonObject:
     feasibility = unplaced.feasibility
-    out: dict[str, Any] = {"index": unplaced.index}
+    out: JsonObject = {"index": unplaced.index}
     if feasibility is not None:
         out["verdict"] = feasibility.verdict
         out["message"] = feasibility.message

@@ -25,9 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api.model_deployment import MAX_REPLICAS
+from modelplane.json_types import JsonObject, JsonValue
 from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement, PlacedReplica, PlacementFormatError
 
@@ -55,7 +55,7 @@ class ScaleRecord:
     reason: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"at": self.at, "from": self.from_, "to": self.to, "reason": self.reason, "message": self.message}
 
 
@@ -67,7 +67,7 @@ class Held:
     reason: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"reason": self.reason, "message": self.message}
 
 
@@ -78,8 +78,8 @@ class AutoscalerState:
     last_scale: ScaleRecord | None = None
     held: Held | None = None               # the last decision held for want of metrics
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"replicas": self.replicas, "history": self.history.to_json()}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"replicas": self.replicas, "history": self.history.to_json()}
         if self.last_scale is not None:
             out["lastScale"] = self.last_scale.to_json()
         if self.held is not None:
@@ -101,7 +101,7 @@ class Draining:
         """(namespace, replica name): its endpoint's key (modelplane.routing.Endpoint.key)."""
         return (self.namespace, self.replica.name)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"namespace": self.namespace, "deployment": self.deployment, "since": self.since,
                 "replica": self.replica.to_json()}
 
@@ -115,7 +115,7 @@ class ScalingState:
         # One order, so a state read back equals the one written.
         object.__setattr__(self, "draining", tuple(sorted(self.draining, key=lambda d: (d.key, d.since))))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"autoscalers": {f"{ns}/{name}": s.to_json() for (ns, name), s in sorted(self.autoscalers.items())},
                 "draining": [d.to_json() for d in self.draining]}
 
@@ -132,7 +132,7 @@ class ScalingState:
         return with_leaving(placement, self.draining)
 
     @classmethod
-    def from_json(cls, data: Any) -> ScalingState:
+    def from_json(cls, data: JsonValue) -> ScalingState:
         if data is None:
             return cls()
         if not isinstance(data, dict) or set(data) - {"autoscalers", "draining"}:
@@ -186,7 +186,7 @@ def _count(value: object, where: str) -> int:
     return value
 
 
-def _autoscaler(data: Any, where: str) -> AutoscalerState:
+def _autoscaler(data: JsonValue, where: str) -> AutoscalerState:
     if not isinstance(data, dict) or not {"replicas", "history"} <= set(data) <= {"replicas", "history", "lastScale",
                                                                                  "held"}:
         raise StateFormatError(f"{where}: expected {{\"replicas\", \"history\"[, \"lastScale\"][, \"held\"]}}")
@@ -214,7 +214,7 @@ def _autoscaler(data: Any, where: str) -> AutoscalerState:
     return AutoscalerState(_count(data["replicas"], f"{where}.replicas"), history, record, held)
 
 
-def _draining(data: Any, where: str) -> Draining:
+def _draining(data: JsonValue, where: str) -> Draining:
     if not isinstance(data, dict) or set(data) != {"namespace", "deployment", "since", "replica"}:
         raise StateFormatError(f"{where}: expected {{namespace, deployment, since, replica}}")
     ns, dep = data["namespace"], data["deployment"]

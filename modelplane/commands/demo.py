@@ -21,15 +21,21 @@ printed, and the per-caller limits and allowed callers enforced by the same plug
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from modelplane.scheduler import FleetPlacement
+
 import argparse
 import secrets
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from modelplane.commands.parsers import Subparsers
-from modelplane.commands.split import format_result, printable, run_split
+from modelplane.commands.traffic import format_result, printable, run_split
 from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
 
@@ -78,7 +84,7 @@ def _steps(text: str) -> tuple[int, ...]:
     return steps
 
 
-def _duration(flag: str, maximum: float) -> Any:
+def _duration(flag: str, maximum: float) -> Callable[[str], float]:
     from modelplane.durations import duration_arg  # one parser for every duration
 
     return duration_arg(flag, maximum)
@@ -99,7 +105,7 @@ def _say(message: str) -> str:
     return "\n".join(printable(redact_url(line), 2000) for line in message.splitlines())
 
 
-def _placement_lines(placement: Any) -> list[str]:
+def _placement_lines(placement: FleetPlacement) -> list[str]:
     lines = ["placement:"]
     for dp in placement.deployments:
         where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"
@@ -206,7 +212,7 @@ def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity
     replicas serve each autoscaled deployment and where, and how many requests failed."""
     import time
 
-    from modelplane.commands.split import Load
+    from modelplane.commands.traffic import Load
     from modelplane.gateway.local import LocalFleet  # imported when the demo runs (see _run)
     from modelplane.gateway.scaling import LocalScaler
     from modelplane.scheduler import FleetPlacement

@@ -7,10 +7,10 @@ names what the file is for and its path: never a traceback, whatever the bytes.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from modelplane.api.common import check_dns_label, check_dns_subdomain, quoted
 from modelplane.gcpause import gc_paused
+from modelplane.json_types import JsonValue
 from modelplane.limits import MAX_JSON_DEPTH, MAX_JSON_FILE_BYTES, MAX_METRICS_FILE_DEPLOYMENTS
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 
@@ -28,12 +28,12 @@ def _read_bytes(path: str, what: str) -> bytes:
     return data
 
 
-def _depth_exceeds(value: Any, limit: int) -> bool:
+def _depth_exceeds(value: JsonValue, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            children: Any = item.values()
+            children: JsonValue = item.values()
         elif isinstance(item, list):
             children = item
         else:
@@ -44,7 +44,7 @@ def _depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def read_json(path: str, what: str) -> Any:
+def read_json(path: str, what: str) -> JsonValue:
     """The parsed file; a ValueError naming `what` and the path when it can't be read or parsed."""
     data = _read_bytes(path, what)
     too_deep = f"{what} {path} nests objects and arrays more than {MAX_JSON_DEPTH} levels deep"
@@ -70,7 +70,7 @@ def read_json(path: str, what: str) -> Any:
     return value
 
 
-def observed_counts(data: Any, where: str) -> dict[str, dict[str, int]]:
+def observed_counts(data: JsonValue, where: str) -> dict[str, dict[str, int]]:
     """Observed node counts, the one rule `plan` and `lint` share: an object of clusters,
     each an object of pools, each a whole number >= 0."""
     if not isinstance(data, dict):
@@ -105,7 +105,7 @@ def read_previous(path: str) -> FleetPlacement:
 METRICS_SHAPE = '{"<namespace>/<deployment>": {"QueueDepth": 4.5, ...}} with a number per metric type'
 
 
-def metric_values(data: Any, where: str) -> dict[tuple[str, str], dict[str, float]]:
+def metric_values(data: JsonValue, where: str) -> dict[tuple[str, str], dict[str, float]]:
     """`plan --metrics`: per deployment, the average per ready replica of each metric type,
     each a finite number within its type's bound (modelplane.autoscale.readings.check_value)."""
     # Deferred: the autoscale package is only for --metrics.

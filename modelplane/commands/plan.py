@@ -93,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
 def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
     """`plan --observe`: the placement provider's own path (modelplane.observe.place)."""
     # Deferred: the kube client (httpx, ssl) and the observer cost about a fifth of plan's
-    # start-up, which a plan without --observe does not need (issue 15's plan goal).
+    # start-up, which a plan without --observe does not need (benchmarks/scale_plan.py holds plan's
+    # start-up goal).
     from modelplane.observe.health import health_from_json, health_to_json
     from modelplane.observe.place import place_observed
     from modelplane.observe.read import kubeconfigs_in, read_clusters

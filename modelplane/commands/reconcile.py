@@ -1,21 +1,22 @@
 """`python -m modelplane reconcile --stack NAME --interval 60s`: refresh, preview and apply a
 stack whenever its placement or its clusters changed, one log line per cycle, until SIGTERM
-(driver/reconcile.py; docs/observe.md)."""
+(automation/reconcile.py; docs/observe.md)."""
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+
+from modelplane.commands.parsers import Subparsers
+from modelplane.processes import HANDLED_SIGNALS, handling, signal_name
 
 PROJECT = Path(__file__).resolve().parents[2]
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+STOP_SIGNALS = HANDLED_SIGNALS
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "reconcile", help="keep a stack's clusters as the fleet says: refresh, preview, up when changed",
         description="Every interval: refresh the stack, preview it (the placement reads the clusters: observed "
@@ -36,7 +37,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     # The Automation API and the Pulumi SDK, which modelplane's core never imports: loaded
     # only when this command runs.
-    from driver.reconcile import AutomationOps, ReconcileError, Reconciler, exclusive, lock_path, parse_interval
+    from automation.reconcile import AutomationOps, ReconcileError, Reconciler, exclusive, lock_path, parse_interval
     from modelplane.autoscale.loop import METRICS_FILE_ENV
 
     if args.cycles is not None and args.cycles < 1:
@@ -58,15 +59,11 @@ def run(args: argparse.Namespace) -> int:
             loop = Reconciler(args.stack, ops, interval, sys.stdout)
 
             def stop(signum: int, _frame: FrameType | None) -> None:
-                print(f"reconcile {args.stack}: {signal.Signals(signum).name}: stopping", file=sys.stderr, flush=True)
+                print(f"reconcile {args.stack}: {signal_name(signum)}: stopping", file=sys.stderr, flush=True)
                 loop.stop()
 
-            previous = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
-            try:
+            with handling(stop, STOP_SIGNALS):
                 return loop.run(args.cycles)
-            finally:
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
     except ReconcileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
 """`up`, `preview`, `destroy`: run a fleet's stacks, split or not, with the Pulumi
-Automation API (driver/split.py; docs/pulumi-program.md, "Split stacks")."""
+Automation API (automation/split.py; docs/pulumi-program.md, "Split stacks")."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from types import FrameType
 
 from modelplane.commands.parsers import Subparsers
+from modelplane.processes import handling
 
 PROJECT = Path(__file__).resolve().parents[2]
 HELP = {
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     # The driver needs the Pulumi SDK, which modelplane's core never imports: imported
     # here, when one of these commands runs, not when the CLI starts.
-    from driver.split import DriverError, SplitFleet
+    from automation.split import DriverError, SplitFleet
 
     try:
         fleet = SplitFleet(Path(args.cwd), args.stack, parallel=args.parallel, out=sys.stdout, verbose=args.verbose,
@@ -55,23 +56,21 @@ def run(args: argparse.Namespace) -> int:
         print("error: no `pulumi` on PATH: install the Pulumi CLI, or `eval \"$(scripts/engine-env)\"` "
               "(docs/engine-tools.md)", file=sys.stderr)
         return 2
-    previous = {s: signal.signal(s, _interrupt) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        if args.verb == "up":
-            ok = fleet.up()
-        elif args.verb == "preview":
-            ok = fleet.preview()
-        else:
-            ok = fleet.destroy(remove=args.remove)
-    except DriverError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt as exc:
-        signum = exc.args[0] if exc.args and isinstance(exc.args[0], int) else signal.SIGINT
-        print(f"\ninterrupted: stopping the running pulumi processes (signal {signum})", file=sys.stderr)
-        fleet.command.stop_all()
-        return 128 + int(signum)
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    # SIGINT stays Python's KeyboardInterrupt; the handlers stay in place while stop_all runs.
+    with handling(_interrupt, (signal.SIGTERM, signal.SIGHUP)):
+        try:
+            if args.verb == "up":
+                ok = fleet.up()
+            elif args.verb == "preview":
+                ok = fleet.preview()
+            else:
+                ok = fleet.destroy(remove=args.remove)
+        except DriverError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt as exc:
+            signum = exc.args[0] if exc.args and isinstance(exc.args[0], int) else signal.SIGINT
+            print(f"\ninterrupted: stopping the running pulumi processes (signal {signum})", file=sys.stderr)
+            fleet.command.stop_all()
+            return 128 + int(signum)
     return 0 if ok else 1

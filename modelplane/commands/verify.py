@@ -11,10 +11,10 @@ import argparse
 import json
 import sys
 import time
-from typing import Any
 
 from modelplane.api import ManifestError, load_manifests
 from modelplane.commands.inputs import read_json
+from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_READ_TIMEOUT_S, MAX_WAIT_S, duration_arg
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.observe.read import kubeconfigs_in, read_clusters
@@ -25,7 +25,7 @@ from modelplane.scheduler import FleetPlacement, PlacementFormatError
 POLL_S = 2.0
 
 
-def add_parser(subparsers: Any) -> None:
+def add_parser(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "verify", help="check that every placed replica runs where the plan put it",
         description="Read the clusters and report, per placed replica: pods Running and Ready on the "

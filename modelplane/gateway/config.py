@@ -29,7 +29,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import urlsplit
 
 from modelplane.gateway.security import (
@@ -46,11 +45,12 @@ from modelplane.gateway.security import (
     redirect_router,
     tls_section,
 )
+from modelplane.json_types import JsonObject
 from modelplane.routing import Credential, Endpoint, WeightedBackend, cluster_weights
 
 WEB = "web"
 
-Config = dict[str, Any]  # plain Traefik configuration, dumped as YAML
+Config = JsonObject  # plain Traefik configuration, dumped as YAML
 
 # What the control plane retries on another cluster: the workload gateway's own 503 "no
 # available server" in the window before that cluster is marked down, and 502/504.

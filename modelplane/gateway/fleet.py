@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.gateway.config import ServiceRoute
+from modelplane.json_types import JsonObject
 from modelplane.routing import (
     Endpoint,
     compute_weights,
@@ -100,7 +100,7 @@ def workload_routes(routed: Sequence[ServiceRoute], serving: Sequence[ServiceRou
     return out
 
 
-def route_weights(route: ServiceRoute) -> list[dict[str, Any]]:
+def route_weights(route: ServiceRoute) -> list[JsonObject]:
     """Per-endpoint weights of one service, as people read them (a stack output)."""
     return [{"endpoint": f"{b.endpoint.namespace}/{b.endpoint.name}", "entry": b.entry, "weight": b.weight,
              "priority": b.priority, "cluster": b.endpoint.cluster or "external"} for b in route.backends]

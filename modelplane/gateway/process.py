@@ -31,17 +31,34 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
 
 import yaml
 
 from modelplane.gateway.config import Config, static_config
 from modelplane.gateway.security import PLUGINS_DIR
+from modelplane.json_types import JsonObject
+from modelplane.processes import (
+    HANDLED_SIGNALS,
+    Child,
+    handling,
+    kill_group,
+    listen_socket,
+    port_of,
+    remove_tree,
+    signal_group,
+    signal_name,
+    start,
+    stop_groups,
+)
+
+# Supervision lives in modelplane.processes; the data path's callers import these from here.
+__all__ = ["HANDLED_SIGNALS", "Engine", "Managed", "ProcessError", "ProcessGroup", "Terminated", "Traefik",
+           "http_get", "listen_socket", "port_of", "shielded", "stop_all", "terminate_on_signals",
+           "traefik_binary", "wait_until"]
 
 HERE = Path(__file__).resolve().parent
 WATCHDOG = HERE / "watchdog.py"
 LISTEN_FDS = HERE / "listen_fds.py"
-HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class ProcessError(RuntimeError):
@@ -58,7 +75,7 @@ class Terminated(BaseException):
 
     @property
     def name(self) -> str:
-        return signal.Signals(self.signum).name
+        return signal_name(self.signum)
 
 
 class _SignalState:
@@ -86,14 +103,12 @@ def terminate_on_signals(signals: Sequence[int] = HANDLED_SIGNALS) -> Iterator[N
     """Raise `Terminated` in the main thread on the first of `signals` (outside
     `shielded()` blocks); later ones are ignored so that the cleanup the first one
     started is not interrupted."""
-    previous = {s: signal.signal(s, _on_signal) for s in signals}
-    _signals.armed, _signals.raised, _signals.pending = True, False, None
-    try:
-        yield
-    finally:
-        _signals.armed = False
-        for s, h in previous.items():
-            signal.signal(s, h)
+    with handling(_on_signal, signals):
+        _signals.armed, _signals.raised, _signals.pending = True, False, None
+        try:
+            yield
+        finally:
+            _signals.armed = False
 
 
 @contextmanager
@@ -108,19 +123,6 @@ def shielded() -> Iterator[None]:
     if not _signals.shield and _signals.pending and _signals.armed and not _signals.raised:
         _signals.raised = True
         raise Terminated(_signals.pending)
-
-
-def listen_socket() -> socket.socket:
-    """A listening TCP socket on a free 127.0.0.1 port, to hand to a child process."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    s.listen(128)
-    return s
-
-
-def port_of(s: socket.socket) -> int:
-    port: int = s.getsockname()[1]
-    return port
 
 
 def traefik_binary() -> str:
@@ -160,10 +162,8 @@ class ProcessGroup:
     def __init__(self, cleanup_dirs: Iterable[Path] = ()) -> None:
         # Its own group in our session: a terminal's Ctrl-C or hang-up reaches only us,
         # and we stop the children in order.
-        self._proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(WATCHDOG)], stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, process_group=0, text=True,
-        )
+        self._proc = start([sys.executable, "-I", "-S", str(WATCHDOG)], group=0, stdin=subprocess.PIPE,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True)
         self.pgid = self._proc.pid
         for d in cleanup_dirs:
             self.remove_on_close(d)
@@ -180,15 +180,16 @@ class ProcessGroup:
         try:
             self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            os.killpg(self.pgid, signal.SIGKILL)
+            kill_group(self.pgid, signal.SIGKILL)
             self._proc.wait(timeout)
 
 
 class Managed:
-    """A child process with its output in a log file, stopped by pid.
+    """A child process with its output in a log file.
 
-    In a `group`, it joins that process group; alone, it gets a session of its own (a
-    terminal's Ctrl-C then reaches only the parent, which stops it in order).
+    In a `group`, it joins that process group and is stopped by pid (the group is the
+    watchdog's); alone, it gets a session of its own (a terminal's Ctrl-C then reaches only
+    the parent, which stops it in order) and is stopped with its whole group.
     """
 
     def __init__(self, name: str, argv: list[str], log_dir: Path, env: Mapping[str, str] | None = None,
@@ -196,12 +197,10 @@ class Managed:
         self.name = name
         self.log_path = log_dir / f"{name}.log"
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - kept open for the child's lifetime
-        placement: dict[str, Any] = {"process_group": group.pgid} if group else {"start_new_session": True}
         try:
-            self.proc = subprocess.Popen(
-                argv, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=env, pass_fds=tuple(pass_fds), cwd=cwd, **placement,
-            )
+            self.proc: subprocess.Popen[bytes] = start(
+                argv, group=group.pgid if group else None, stdout=self._log, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, env=env, pass_fds=tuple(pass_fds), cwd=cwd)
         except BaseException:
             self._log.close()
             raise
@@ -214,13 +213,8 @@ class Managed:
             self.proc.send_signal(sig)
 
     def stop(self, grace: float = 3.0) -> None:
-        if self.alive():
-            self.proc.terminate()
-            try:
-                self.proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(grace)
+        """SIGTERM, SIGKILL after `grace` seconds (bounded waits both)."""
+        stop_groups([Child(self.proc)], grace)
         self._log.close()
 
     def log_tail(self, n: int = 2000) -> str:
@@ -340,14 +334,14 @@ class Traefik(Managed):
             return http_get(f"http://127.0.0.1:{self.internal_port}/{marker}", 0.3)[0] == 200
         wait_until(loaded, timeout, f"{self.name} to load {marker}")
 
-    def services_status(self) -> dict[str, Any]:
+    def services_status(self) -> JsonObject:
         """Runtime state from the Traefik API (only when started with api=True)."""
         _, body = http_get(f"http://127.0.0.1:{self.internal_port}/api/http/services", 1.0)
         return {s["name"]: s for s in json.loads(body)}
 
     def stop(self, grace: float = 3.0) -> None:
         super().stop(grace)
-        shutil.rmtree(self.dir, ignore_errors=True)  # holds the egress secret file
+        remove_tree(self.dir)  # holds the egress secret file
 
 
 def stop_all(procs: Iterable[Managed]) -> None:
@@ -357,4 +351,4 @@ def stop_all(procs: Iterable[Managed]) -> None:
             p.stop()
         except Exception:  # noqa: BLE001 - teardown must reach every process
             if p.proc.poll() is None:
-                os.kill(p.proc.pid, signal.SIGKILL)
+                signal_group(p.proc.pid, signal.SIGKILL)

@@ -21,7 +21,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
+
+from modelplane.json_types import JsonObject
 
 CALLER_HEADER = "x-modelplane-caller"
 PLUGIN = "modelplane-callerauth"             # the plugin's name in Traefik's static configuration
@@ -34,7 +36,7 @@ HOP_DOMAIN = "gateway.modelplane.internal"
 TLS_MIN = "VersionTLS12"
 
 PlainHttp = Literal["Refuse", "Redirect"]
-Config = dict[str, Any]
+Config = JsonObject
 
 
 @dataclass(frozen=True)

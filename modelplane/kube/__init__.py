@@ -8,7 +8,9 @@ BadAnswer (the server answered unusably). docs/design.md, "The Kubernetes client
 parts are lightkube's and which are ours, and why.
 """
 
-from .client import PAGE_SIZE, Answer, JsonObject, KubeClient, decode
+from modelplane.json_types import JsonObject
+
+from .client import PAGE_SIZE, Answer, KubeClient, decode
 from .config import DEFAULT_TIMEOUT_S, KubeAccess, header_safe, load_kubeconfig
 from .errors import BadAnswer, ConfigError, KubeError, NoAnswer
 

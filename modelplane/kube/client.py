@@ -24,6 +24,7 @@ import httpx2
 import msgspec
 from lightkube.config.client_adapter import BearerAuth
 
+from modelplane.json_types import JsonObject, JsonValue
 from modelplane.limits import MAX_ANSWER_BYTES, MAX_CLUSTER_READ_BYTES
 from modelplane.redact import outside_text, redact_url
 
@@ -31,7 +32,6 @@ from . import tls
 from .config import DEFAULT_TIMEOUT_S, KubeAccess, load_kubeconfig
 from .errors import BadAnswer, ConfigError, KubeError, NoAnswer
 
-JsonObject = dict[str, Any]
 PAGE_SIZE = 500                    # objects per list request (the API server pages with `continue`)
 MAX_CONTINUE_CHARS = 8192          # a `continue` token is ~100 characters
 _TLS_REFUSALS = ("CERTIFICATE_VERIFY_FAILED", "WRONG_VERSION_NUMBER", "certificate verify failed",
@@ -60,11 +60,11 @@ class Answer:
     def text(self) -> str:
         return self.content.decode("utf-8", errors="replace")
 
-    def json(self) -> Any:
+    def json(self) -> JsonValue:
         return decode(self.content, Any, self.what)
 
 
-def decode(content: bytes | bytearray, shape: Any, what: str) -> Any:
+def decode(content: bytes | bytearray, shape: Any, what: str) -> JsonValue:
     """`content` decoded as JSON of `shape` (a msgspec type); BadAnswer naming the first field
     of the wrong type, a depth past the interpreter's recursion limit, or text that is not JSON
     (NaN and Infinity are not JSON). Never quotes the content."""

@@ -24,6 +24,7 @@ from lightkube.config.models import Cluster, Context, User
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from modelplane.api.yaml_reader import YamlInputError, read_documents
+from modelplane.json_types import JsonObject, JsonValue
 from modelplane.limits import MAX_KUBECONFIG_BYTES, MAX_PEM_FILE_BYTES, MAX_TOKEN_FILE_BYTES
 from modelplane.redact import outside_text, redact_url
 
@@ -79,18 +80,18 @@ def _validation_path(exc: msgspec.ValidationError) -> tuple[str, str]:
     return at.rstrip("`").removeprefix("$"), what
 
 
-def _typed(config: Any, where: str, path: Path) -> KubeConfig:
+def _typed(config: JsonValue, where: str, path: Path) -> KubeConfig:
     if not isinstance(config, dict):
         raise ConfigError(f"kubeconfig {where} is not a kubeconfig (expected a mapping with clusters, contexts "
                           "and users)")
-    parsed: dict[str, dict[str, Any]] = {}
+    parsed: dict[str, JsonObject] = {}
     for section, key, model in _SECTIONS:
         entries = config.get(section)
         if entries is None:
             entries = []
         if not isinstance(entries, list):
             raise ConfigError(f"kubeconfig {where}: {section} must be a list of {{name: ..., {key}: ...}}")
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for i, entry in enumerate(entries):
             if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
                 raise ConfigError(f"kubeconfig {where}: {section}[{i}] needs a name (a non-empty string) and a {key}")

@@ -7,7 +7,6 @@ arguments, environment or output."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import select
@@ -20,6 +19,7 @@ import msgspec
 from lightkube.config.models import UserExec
 
 from modelplane.limits import MAX_PLUGIN_OUTPUT_BYTES
+from modelplane.processes import kill_group, reap, start
 from modelplane.redact import outside_text
 
 from .errors import ConfigError
@@ -53,9 +53,9 @@ def run_plugin(spec: UserExec, where: str, timeout: float) -> str:
     env["KUBERNETES_EXEC_INFO"] = json.dumps({"apiVersion": spec.apiVersion, "kind": "ExecCredential",
                                               "spec": {"interactive": False}})
     try:
-        proc = subprocess.Popen([spec.command, *(spec.args or [])], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True, close_fds=True)
+        proc: subprocess.Popen[bytes] = start([spec.command, *(spec.args or [])], stdin=subprocess.DEVNULL,
+                                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                              close_fds=True)
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise ConfigError(f"{where}: the credential plugin {name} could not start: {why}") from None
@@ -107,9 +107,7 @@ def _read_output(proc: subprocess.Popen[bytes], name: str, where: str, deadline:
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill what is left of the plugin's process group (it leads its own session) and reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=5.0)
+    kill_group(proc.pid, signal.SIGKILL)
+    reap(proc, timeout=5.0)
     if proc.stdout is not None:
         proc.stdout.close()

@@ -31,12 +31,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.inference_class import InferenceClass
 from modelplane.api.inference_cluster import InferenceCluster
-from modelplane.kube import JsonObject
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement, ObservedPool
 from modelplane.vocabulary import LABEL_POOL, PROVISIONED_SOURCES
@@ -73,11 +72,11 @@ class PoolCapacity:
     reason: str = ""                              # why declared
     strays: int = 0                               # of `held`, by pods of ours outside the previous placement
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         if self.source == DECLARED:
             return {"source": DECLARED, "reason": self.reason}
         groups = sorted(Counter(self.free).items(), key=lambda kv: (-sum(kv[0]), kv[0]))
-        out: dict[str, Any] = {"source": OBSERVED, "nodes": len(self.free), "devices": self.devices,
+        out: JsonObject = {"source": OBSERVED, "nodes": len(self.free), "devices": self.devices,
                                "held": self.held,
                                "free": [{"devices": list(vec), "nodes": n} for vec, n in groups]}
         if self.strays:
@@ -85,7 +84,7 @@ class PoolCapacity:
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> PoolCapacity:
+    def from_json(cls, data: JsonMapping) -> PoolCapacity:
         if data.get("source") == DECLARED:
             return cls(DECLARED, reason=str(data.get("reason", "")))
         free: list[tuple[int, ...]] = []
@@ -102,16 +101,16 @@ class ClusterCapacity:
     pools: Mapping[str, PoolCapacity] = field(default_factory=dict)
     notes: tuple[str, ...] = ()                   # nodes left out or limited, and why
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         if self.source == DECLARED:
             return {"source": DECLARED, "reason": self.reason}
-        out: dict[str, Any] = {"source": OBSERVED, "pools": {p: c.to_json() for p, c in sorted(self.pools.items())}}
+        out: JsonObject = {"source": OBSERVED, "pools": {p: c.to_json() for p, c in sorted(self.pools.items())}}
         if self.notes:
             out["notes"] = list(self.notes)
         return out
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ClusterCapacity:
+    def from_json(cls, data: JsonMapping) -> ClusterCapacity:
         if data.get("source") == DECLARED:
             return cls(DECLARED, str(data.get("reason", "")))
         pools = {str(p): PoolCapacity.from_json(c) for p, c in (data.get("pools") or {}).items()}
@@ -140,11 +139,11 @@ class FleetCapacity:
                 out[name] = counts
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {name: c.to_json() for name, c in sorted(self.clusters.items())}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> FleetCapacity:
+    def from_json(cls, data: JsonMapping) -> FleetCapacity:
         return cls({str(k): ClusterCapacity.from_json(v) for k, v in data.items()})
 
 
@@ -229,7 +228,7 @@ def cluster_capacity(fleet: Fleet, name: str, reading: ClusterRead, charged: set
     published = _per_node((d.node, d.driver) for d in devices.values())
     held_ours, held_others, held_strays = _count(ours, devices), _count(others, devices), _count(strays, devices)
 
-    members: dict[str, list[dict[str, Any]]] = {}
+    members: dict[str, list[JsonObject]] = {}
     for node in sorted(reading.nodes, key=name_of):
         pool = pool_of(cluster, node)
         if pool is not None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 from modelplane.durations import MAX_GRACE_S, seconds
+from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement, Outage
 
@@ -56,7 +56,7 @@ class FailoverSettings:
         return {"unreachableGraceSeconds": self.unreachable_grace, "unreadyGraceSeconds": self.unready_grace}
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> FailoverSettings:
+    def from_json(cls, data: JsonMapping | None) -> FailoverSettings:
         """From the `observe` block; DurationError (a ValueError) unless each grace period is a
         finite number of seconds from 0 to MAX_GRACE_S (NaN would mean "never evacuated")."""
         data = data or {}
@@ -71,11 +71,11 @@ class ClusterHealth:
     since: int                     # epoch seconds of the first check that saw it
     reason: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"condition": self.condition, "since": self.since, "reason": self.reason}
 
     @classmethod
-    def from_json(cls, data: Any, where: str = "") -> ClusterHealth:
+    def from_json(cls, data: JsonValue, where: str = "") -> ClusterHealth:
         """A record read back (a state, --previous): outside text, checked; ValueError naming
         `where` otherwise. The reason is stored as modelplane.redact passes it."""
         at = f"{where}: " if where else ""
@@ -95,7 +95,7 @@ class ClusterHealth:
 Health = dict[str, ClusterHealth]
 
 
-def health_from_json(data: Any) -> Health:
+def health_from_json(data: JsonValue) -> Health:
     """Health records as `to_json` writes them; ValueError naming the cluster and the field."""
     if data is None:
         return {}
@@ -104,7 +104,7 @@ def health_from_json(data: Any) -> Health:
     return {str(k): ClusterHealth.from_json(v, f"cluster {outside_text(k, limit=60)!r}") for k, v in data.items()}
 
 
-def health_to_json(health: Mapping[str, ClusterHealth]) -> dict[str, Any]:
+def health_to_json(health: Mapping[str, ClusterHealth]) -> JsonObject:
     return {k: v.to_json() for k, v in sorted(health.items())}
 
 

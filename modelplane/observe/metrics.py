@@ -30,11 +30,11 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import msgspec
 
+from modelplane.json_types import JsonMapping
 from modelplane.kube import BadAnswer, KubeAccess, KubeClient, decode
 from modelplane.limits import MAX_METRICS_RESPONSE_BYTES, MAX_METRICS_SAMPLES
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
@@ -133,7 +133,7 @@ class ClusterMetrics:
 MetricsReading = ClusterMetrics | Unreachable | NotRead
 
 
-def pod_ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: JsonMapping) -> bool:
     """Running, Ready, and not being deleted."""
     status = pod.get("status")
     if meta(pod).get("deletionTimestamp") or not isinstance(status, dict) or status.get("phase") != "Running":

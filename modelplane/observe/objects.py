@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from modelplane.api.inference_cluster import InferenceCluster
 from modelplane.clouds.nvidia import GPU_TOLERATION
-from modelplane.kube import JsonObject
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.scheduler.shape import Taint, Toleration
 from modelplane.scheduler.taints import untolerated
 from modelplane.vocabulary import (
@@ -46,21 +45,21 @@ class ReplicaKey:
         return f"{self.namespace}/{self.deployment} {self.cluster}#{self.index}"
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+def meta(obj: JsonMapping) -> JsonMapping:
     value = obj.get("metadata")
     return value if isinstance(value, dict) else {}
 
 
-def labels(obj: Mapping[str, Any]) -> Mapping[str, str]:
+def labels(obj: JsonMapping) -> Mapping[str, str]:
     value = meta(obj).get("labels")
     return value if isinstance(value, dict) else {}
 
 
-def name_of(obj: Mapping[str, Any]) -> str:
+def name_of(obj: JsonMapping) -> str:
     return str(meta(obj).get("name") or "")
 
 
-def pool_of(cluster: InferenceCluster, node: Mapping[str, Any]) -> str | None:
+def pool_of(cluster: InferenceCluster, node: JsonMapping) -> str | None:
     """The node pool a node belongs to: its `modelplane.ai/pool` label, or, for a pool whose
     nodes the program labels (`poolLabel: {mode: Apply}`), the pool whose selector it matches."""
     node_labels = labels(node)
@@ -75,13 +74,13 @@ def pool_of(cluster: InferenceCluster, node: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _taints(node: Mapping[str, Any]) -> tuple[Taint, ...]:
+def _taints(node: JsonMapping) -> tuple[Taint, ...]:
     spec = node.get("spec") if isinstance(node.get("spec"), dict) else {}
     return tuple(Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
                  for t in (spec or {}).get("taints") or [] if isinstance(t, dict))
 
 
-def node_state(node: Mapping[str, Any]) -> tuple[str, str]:
+def node_state(node: JsonMapping) -> tuple[str, str]:
     """(USABLE | DRAINING | DOWN, why) for one Node."""
     status = node.get("status") if isinstance(node.get("status"), dict) else {}
     ready = next((c for c in (status or {}).get("conditions") or []
@@ -101,7 +100,7 @@ def node_state(node: Mapping[str, Any]) -> tuple[str, str]:
     return USABLE, ""
 
 
-def pod_replica(pod: Mapping[str, Any]) -> ReplicaKey | None:
+def pod_replica(pod: JsonMapping) -> ReplicaKey | None:
     """The replica a pod of ours belongs to, from the labels every replica object carries."""
     lab = labels(pod)
     if lab.get(LABEL_MANAGED_BY) != MANAGED_BY or LABEL_DEPLOYMENT not in lab or LABEL_CLUSTER not in lab:
@@ -113,14 +112,14 @@ def pod_replica(pod: Mapping[str, Any]) -> ReplicaKey | None:
     return ReplicaKey(str(meta(pod).get("namespace") or "default"), lab[LABEL_DEPLOYMENT], lab[LABEL_CLUSTER], index)
 
 
-def pod_engine(pod: Mapping[str, Any]) -> str:
+def pod_engine(pod: JsonMapping) -> str:
     return labels(pod).get(LABEL_ENGINE, "")
 
 
 DeviceId = tuple[str, str, str]          # (driver, pool, device) as DRA names an allocated device
 
 
-def claim_devices(claim: Mapping[str, Any]) -> list[DeviceId]:
+def claim_devices(claim: JsonMapping) -> list[DeviceId]:
     """The devices a ResourceClaim's allocation holds."""
     status = claim.get("status") if isinstance(claim.get("status"), dict) else {}
     allocation = (status or {}).get("allocation") or {}
@@ -129,7 +128,7 @@ def claim_devices(claim: Mapping[str, Any]) -> list[DeviceId]:
             for r in results if isinstance(r, dict)]
 
 
-def claim_owner_pod(claim: Mapping[str, Any]) -> tuple[str, str] | None:
+def claim_owner_pod(claim: JsonMapping) -> tuple[str, str] | None:
     """(namespace, pod) of the pod a claim was generated for (its controlling owner)."""
     for ref in meta(claim).get("ownerReferences") or []:
         if isinstance(ref, dict) and ref.get("kind") == "Pod" and ref.get("controller"):

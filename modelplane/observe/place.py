@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api import Fleet
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, ObservedPool, place_fleet
 
 from . import CAPACITY_KEY as CAPACITY_KEY
@@ -32,7 +32,7 @@ from .verify import Verification, verify
 
 @dataclass(frozen=True)
 class ObservedPlan:
-    placement: dict[str, Any]                 # placement JSON, with "ready": false marks
+    placement: JsonObject                 # placement JSON, with "ready": false marks
     capacity: FleetCapacity
     health: Health
     verification: Verification = field(default_factory=Verification)   # of the previous placement
@@ -41,7 +41,7 @@ class ObservedPlan:
         return FleetPlacement.from_json(self.placement)
 
 
-def mark_not_ready(placement: Mapping[str, Any], report: Verification, clusters: Iterable[str]) -> dict[str, Any]:
+def mark_not_ready(placement: JsonMapping, report: Verification, clusters: Iterable[str]) -> JsonObject:
     """A placement document whose replicas on `clusters` (those just read) carry
     `"ready": false` exactly when the verification found them not ready (the scheduler then
     finishes no move and no failover onto them); replicas elsewhere keep what they had."""
@@ -60,7 +60,7 @@ def mark_not_ready(placement: Mapping[str, Any], report: Verification, clusters:
     return {**placement, "deployments": deployments}
 
 
-def place_observed(fleet: Fleet, previous: Mapping[str, Any] | None, readings: Mapping[str, Reading], *,
+def place_observed(fleet: Fleet, previous: JsonMapping | None, readings: Mapping[str, Reading], *,
                    now: float, accounting: str = DEFAULT_ACCOUNTING,
                    counts: Mapping[str, Mapping[str, int]] | None = None,
                    health: Health | None = None, settings: FailoverSettings | None = None) -> ObservedPlan:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from modelplane.kube import BadAnswer, ConfigError, JsonObject, KubeClient, NoAnswer
+from modelplane.json_types import JsonObject
+from modelplane.kube import BadAnswer, ConfigError, KubeClient, NoAnswer
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.redact import outside_text
 from modelplane.vocabulary import LABEL_MANAGED_BY, MANAGED_BY

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.model_deployment import ModelDeployment
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import outside_text
 from modelplane.render.names import claim_template_name
 from modelplane.scheduler import FleetPlacement, PlacedReplica
@@ -52,7 +52,7 @@ class ReplicaCheck:
     def ready(self) -> bool:
         return self.status == READY
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"namespace": self.namespace, "deployment": self.deployment, "replica": self.replica,
                 "cluster": self.cluster, "index": self.index, "status": self.status, "pods": self.pods,
                 "expected": self.expected, "problems": list(self.problems)}
@@ -70,7 +70,7 @@ class Verification:
     def not_ready(self) -> list[ReplicaCheck]:
         return [r for r in self.replicas if not r.ready]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"ok": self.ok, "replicas": [r.to_json() for r in self.replicas], "strays": list(self.strays)}
 
     def summary(self) -> str:
@@ -91,14 +91,14 @@ class _Member:
     template: str | None                          # its ResourceClaimTemplate, when it claims
 
 
-def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
+def _condition(obj: JsonMapping, kind: str) -> JsonMapping | None:
     for c in (obj.get("status") or {}).get("conditions") or []:
         if isinstance(c, dict) and c.get("type") == kind:
             return c
     return None
 
 
-def _waiting(pod: Mapping[str, Any]) -> str | None:
+def _waiting(pod: JsonMapping) -> str | None:
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
         waiting = (status.get("state") or {}).get("waiting") if isinstance(status, dict) else None
         if waiting:
@@ -107,7 +107,7 @@ def _waiting(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def pod_problem(pod: Mapping[str, Any]) -> str | None:
+def pod_problem(pod: JsonMapping) -> str | None:
     """Why a pod is not Running and Ready, in the cluster's words; None when it is."""
     status = pod.get("status") or {}
     phase = status.get("phase", "Unknown")
@@ -140,7 +140,7 @@ def _members(dep: ModelDeployment, replica: PlacedReplica) -> list[tuple[_Member
     return out
 
 
-def _claim_names(pod: Mapping[str, Any]) -> dict[str, str]:
+def _claim_names(pod: JsonMapping) -> dict[str, str]:
     """resourceClaims entry name -> the generated ResourceClaim's name."""
     out = {}
     for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
@@ -149,7 +149,7 @@ def _claim_names(pod: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def _templates(pod: Mapping[str, Any]) -> dict[str, str]:
+def _templates(pod: JsonMapping) -> dict[str, str]:
     """resourceClaims entry name -> its ResourceClaimTemplate."""
     return {str(c.get("name")): str(c.get("resourceClaimTemplateName"))
             for c in (pod.get("spec") or {}).get("resourceClaims") or []
@@ -157,7 +157,7 @@ def _templates(pod: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _check_replica(fleet: Fleet, namespace: str, deployment: str, replica: PlacedReplica,
-                   reading: ClusterRead, pods: list[Mapping[str, Any]]) -> ReplicaCheck:
+                   reading: ClusterRead, pods: list[JsonMapping]) -> ReplicaCheck:
     dep = fleet.deployments.get((namespace, deployment))
     if dep is None:
         return _result(namespace, deployment, replica, UNKNOWN, ("the deployment is not in the fleet",))
@@ -167,7 +167,7 @@ def _check_replica(fleet: Fleet, namespace: str, deployment: str, replica: Place
     problems: list[str] = []
     good = expected = 0
     members = _members(dep, replica)
-    by_engine: dict[str, list[Mapping[str, Any]]] = {}
+    by_engine: dict[str, list[JsonMapping]] = {}
     for pod in pods:
         by_engine.setdefault(pod_engine(pod), []).append(pod)
     for member, want in members:
@@ -216,7 +216,7 @@ def _result(namespace: str, deployment: str, replica: PlacedReplica, status: str
 
 def verify(fleet: Fleet, placement: FleetPlacement, readings: Mapping[str, Reading]) -> Verification:
     """Every placed replica checked against the cluster it was placed on."""
-    pods_by_replica: dict[ReplicaKey, list[Mapping[str, Any]]] = {}
+    pods_by_replica: dict[ReplicaKey, list[JsonMapping]] = {}
     for name, reading in readings.items():
         if isinstance(reading, ClusterRead):
             for pod in reading.pods:

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.engine_json import digest, normalize_numbers
 from modelplane.gateway.config import ServiceRoute
+from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 from modelplane.routing import Credential, Endpoint, WeightedBackend
 from modelplane.scheduler import DeploymentPlacement, FleetPlacement
 
@@ -70,8 +70,8 @@ class Share:
     facts: Mapping[str, ClusterFacts]           # per cluster
     control_routes: tuple[ServiceRoute, ...] | None = None   # the shard hosting the control plane: every route
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {
             "version": SHARE_VERSION, "shard": self.shard, "clusters": list(self.clusters),
             "fleetDigest": self.fleet_digest,
             "placement": {"deployments": [{"namespace": d.namespace, "name": d.name, "desired": d.desired,
@@ -85,7 +85,7 @@ class Share:
         return out
 
     @classmethod
-    def from_json(cls, data: Any) -> Share:
+    def from_json(cls, data: JsonValue) -> Share:
         """A share as a stack output returns it (numbers as floats); PlanError when it is
         not one this version wrote."""
         data = normalize_numbers(data)
@@ -134,15 +134,15 @@ def plan_shard(fleet: Fleet, share: Share) -> dict[str, ClusterPlan]:
     return {c: plan_with_facts(fleet, c, placed.get(c, []), share.facts[c]) for c in share.clusters}
 
 
-def _route_json(route: ServiceRoute) -> dict[str, Any]:
+def _route_json(route: ServiceRoute) -> JsonObject:
     return {"namespace": route.namespace, "name": route.name, "backends": [asdict(b) for b in route.backends]}
 
 
-def _route(data: Mapping[str, Any]) -> ServiceRoute:
+def _route(data: JsonMapping) -> ServiceRoute:
     return ServiceRoute(data["namespace"], data["name"], tuple(_backend(b) for b in data["backends"]))
 
 
-def _backend(data: Mapping[str, Any]) -> WeightedBackend:
+def _backend(data: JsonMapping) -> WeightedBackend:
     fields = dict(data)
     endpoint = dict(fields.pop("endpoint"))
     credential = endpoint.pop("credential", None)
@@ -160,11 +160,11 @@ class StackLayout:
     shards: Mapping[str, tuple[str, ...]]
     control: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"shards": {s: list(c) for s, c in self.shards.items()}, "control": self.control}
 
     @classmethod
-    def from_json(cls, data: Any) -> StackLayout:
+    def from_json(cls, data: JsonValue) -> StackLayout:
         """The fleet stack's `layout` output; PlanError when it is not one."""
         if not isinstance(data, Mapping) or not isinstance(data.get("shards"), Mapping) or "control" not in data:
             raise PlanError("not a fleet stack's layout (is split.role fleet?)")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.gateway.config import ServiceRoute, control_plane_config, workload_config
 from modelplane.gateway.security import EdgeSecurity, HopTls
+from modelplane.json_types import JsonObject
 from modelplane.render.gateway import (
     CONTROL_GATEWAY,
     EgressKey,
@@ -154,7 +154,7 @@ class ClusterPlan:
     routes: tuple[ServiceRoute, ...]       # per service, the backends on this cluster only
 
     @property
-    def gateway_config(self) -> dict[str, Any]:
+    def gateway_config(self) -> JsonObject:
         """The workload gateway's dynamic configuration: its local replicas, their weights,
         served only over mutual TLS."""
         return workload_config(self.name, self.routes, hop=workload_hop())
@@ -195,7 +195,7 @@ class ControlPlan:
     hop: HopTls | None = None             # mutual TLS towards the workload gateways
     hop_secret: SecretNeed | None = None  # its client certificate's Secret
 
-    def routes_config(self, routes: Sequence[ServiceRoute], gateway_urls: Mapping[str, str]) -> dict[str, Any]:
+    def routes_config(self, routes: Sequence[ServiceRoute], gateway_urls: Mapping[str, str]) -> JsonObject:
         """Its dynamic configuration, given how it reaches each workload cluster's gateway."""
         return control_plane_config(routes, gateway_urls, egress_urls(self.static_routes),
                                     edge=self.edge.security, hop=self.hop)

@@ -22,13 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 
 from modelplane.api import InferenceCluster
 from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
 from modelplane.gateway.security import PLUGIN_MODULE, PLUGINS_DIR, CertFiles, HopTls, hop_server_name
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.naming import child_name
 from modelplane.routing import Credential
 from modelplane.vocabulary import SYSTEM_NAMESPACE, Manifest
@@ -123,7 +124,7 @@ def egress_name(gateway: str) -> str:
     return f"{gateway}-egress"
 
 
-def dump(cfg: Mapping[str, Any]) -> str:
+def dump(cfg: JsonMapping) -> str:
     """A Traefik configuration file's text. No anchors: the data-path builders share dicts,
     and the text must not depend on that (the same configuration, the same bytes)."""
     return yaml.dump(dict(cfg), Dumper=NoAliasDumper, sort_keys=True)
@@ -183,7 +184,7 @@ def egress_urls(routes: Sequence[ServiceRoute]) -> dict[tuple[str, str], str]:
     return {ep.key: f"http://127.0.0.1:{ports[egress_entrypoint(ep)]}" for ep in external_endpoints(routes)}
 
 
-def egress_reference_config(routes: Sequence[ServiceRoute]) -> dict[str, Any]:
+def egress_reference_config(routes: Sequence[ServiceRoute]) -> JsonObject:
     """The egress configuration with `{{ env "..." }}` where each key goes: no key's value."""
     by_credential = {(k.config_key, k.secret_key): k.env for k in egress_keys(routes)}
 
@@ -270,7 +271,7 @@ def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence
     ]
 
 
-def routes_configmap(name: str, dynamic: Mapping[str, Any]) -> Manifest:
+def routes_configmap(name: str, dynamic: JsonMapping) -> Manifest:
     """The gateway's dynamic routes (modelplane.gateway.config) as the ConfigMap it watches."""
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": metadata(f"{name}-routes", _labels(name), SYSTEM_NAMESPACE),

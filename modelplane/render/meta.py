@@ -4,8 +4,8 @@ modelplane.vocabulary, below every layer)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from modelplane.json_types import JsonObject
 from modelplane.vocabulary import (
     LABEL_CLUSTER,
     LABEL_COMPONENT,
@@ -38,8 +38,8 @@ class RenderError(ValueError):
 
 
 def metadata(name: str, labels: Mapping[str, str], namespace: str | None = None,
-             annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name}
+             annotations: Mapping[str, str] | None = None) -> JsonObject:
+    meta: JsonObject = {"name": name}
     if namespace is not None:
         meta["namespace"] = namespace
     meta["labels"] = dict(sorted(labels.items()))

@@ -15,7 +15,6 @@ import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -28,7 +27,7 @@ STAGING_PREFIX = ".modelplane-render-"
 class NoAliasDumper(yaml.SafeDumper):
     # Renderers may reuse one dict in two places; anchors (&id001) would make the files
     # depend on object identity and confuse humans and kubectl diffs alike.
-    def ignore_aliases(self, data: Any) -> bool:  # noqa: ARG002 - PyYAML hook
+    def ignore_aliases(self, data: object) -> bool:  # noqa: ARG002 - PyYAML hook
         return True
 
 

@@ -12,9 +12,7 @@ Every chart's source and version is pinned in `CHARTS`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api import Fleet, InferenceCluster
 from modelplane.clouds.aws import (
@@ -25,6 +23,7 @@ from modelplane.clouds.aws import (
     efa_mode,
 )
 from modelplane.clouds.nvidia import GPU_TOLERATION
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.vocabulary import EXAMPLE_DRIVER, LABEL_EFA, NVIDIA_DRIVER, Manifest
 
 from .meta import KAI_QUEUE, MODELEXPRESS_NAME, MODELEXPRESS_PORT, component_labels, metadata
@@ -80,14 +79,14 @@ class ChartSpec:
     chart: str
     version: str
     namespace: str
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: JsonMapping = field(default_factory=dict)
     repository: str | None = None
     # Objects the chart's pods need before they are created (applied after the chart's
     # namespace, before the chart): e.g. the ResourceQuota that admits critical pods on GKE.
     pre_objects: tuple[Manifest, ...] = ()
 
 
-def chart(name: str, namespace: str, values: Mapping[str, Any] | None = None,
+def chart(name: str, namespace: str, values: JsonMapping | None = None,
           pre_objects: tuple[Manifest, ...] = ()) -> ChartSpec:
     source = CHARTS[name]
     return ChartSpec(name, source.chart, source.version, namespace, dict(values or {}), source.repository,
@@ -190,7 +189,7 @@ def efa_charts(cluster: InferenceCluster, fleet: Fleet | None) -> list[ChartSpec
     for mode, name in (("dra", "aws-dranet"), ("device-plugin", "aws-efa-k8s-device-plugin")):
         if mode not in modes:
             continue
-        values: dict[str, Any] = {"tolerations": [dict(GPU_TOLERATION)]}
+        values: JsonObject = {"tolerations": [dict(GPU_TOLERATION)]}
         if len(modes) > 1:
             values["nodeSelector"] = {LABEL_EFA: mode}
         charts.append(chart(name, name, values))

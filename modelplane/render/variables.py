@@ -30,10 +30,10 @@ alone because no variable of that name exists.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from modelplane.json_types import JsonMapping
 from modelplane.vocabulary import Manifest
 
 from .names import GROVE_LEADER_CLIQUE
@@ -106,7 +106,7 @@ DEFINED_LATER = ("is defined only after this entry{by}; an env value expands fro
 EMPTY = "expands to an empty string, so the flag before it is left without its value"
 
 
-def container_unresolved(container: Mapping[str, Any], injected: Injected = Injected()) -> list[Unresolved]:
+def container_unresolved(container: JsonMapping, injected: Injected = Injected()) -> list[Unresolved]:
     """Every `$(VAR)` of one container that Kubernetes would leave literal or expand to nothing."""
     name = str(container.get("name", "?"))
     env: list[tuple[str, bool]] = [(v, True) for v in injected.before]   # (name, has a non-empty value)
@@ -143,7 +143,7 @@ def container_unresolved(container: Mapping[str, Any], injected: Injected = Inje
 @dataclass(frozen=True)
 class PodTemplateRef:
     where: str                # "spec.template.spec", "spec.leaderWorkerTemplate.workerTemplate.spec", ...
-    spec: Mapping[str, Any]   # the pod spec
+    spec: JsonMapping   # the pod spec
     injected: Injected
     role: str = "Standalone"  # the member it runs: Standalone, Leader or Worker
 
@@ -172,7 +172,7 @@ def pod_templates(obj: Manifest) -> Iterator[PodTemplateRef]:
 
 def template_unresolved(ref: PodTemplateRef) -> list[Unresolved]:
     """Every problem of the containers and init containers of one pod template."""
-    containers: Sequence[Mapping[str, Any]] = [*(ref.spec.get("initContainers") or []),
+    containers: Sequence[JsonMapping] = [*(ref.spec.get("initContainers") or []),
                                                *(ref.spec.get("containers") or [])]
     return [p for container in containers for p in container_unresolved(container, ref.injected)]
 

@@ -2,7 +2,7 @@
 an entry's share follows each endpoint's serving copies instead of an even split."""
 from dataclasses import replace
 
-from modelplane.commands.split import run_split
+from modelplane.commands.traffic import run_split
 from modelplane.routing import CAPACITY, RouteEntry, replica_endpoint
 
 from .helpers import NS, SVC

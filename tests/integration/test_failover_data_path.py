@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from modelplane.api import load_manifest_text
-from modelplane.commands.split import run_split
+from modelplane.commands.traffic import run_split
 from modelplane.gateway.fleet import fleet_routes, placement_endpoints
 from modelplane.gateway.local import LocalSecurity
 from modelplane.scheduler import FleetPlacement, Outage, place_fleet

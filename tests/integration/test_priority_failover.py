@@ -2,7 +2,7 @@
 endpoint of the lower tiers is unhealthy, and gives it back when they recover."""
 import signal
 
-from modelplane.commands.split import run_split
+from modelplane.commands.traffic import run_split
 
 from .helpers import SVC, replica, select, wait_only
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from modelplane.commands.split import run_split
+from modelplane.commands.traffic import run_split
 
 from .helpers import SVC, replica, select, wait_only
 

@@ -8,7 +8,7 @@ import stat
 
 import httpx
 
-from modelplane.commands.split import format_result, run_split
+from modelplane.commands.traffic import format_result, run_split
 from modelplane.gateway.process import Traefik
 from modelplane.routing import Credential, Endpoint, RouteEntry
 

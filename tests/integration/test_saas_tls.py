@@ -6,7 +6,7 @@ import secrets
 
 import pytest
 
-from modelplane.commands.split import run_split
+from modelplane.commands.traffic import run_split
 from modelplane.gateway import pki
 from modelplane.gateway.local import write_pair, write_private
 from modelplane.gateway.process import Traefik

@@ -4,7 +4,7 @@ import io
 import pytest
 
 from modelplane.__main__ import main
-from modelplane.commands import split as split_command
+from modelplane.commands import traffic as split_command
 
 from .helpers import SVC, replica, select
 from .test_commands import ROOT, _children

@@ -6,7 +6,7 @@ import ssl
 import httpx
 import pytest
 
-from modelplane.commands.split import run_split
+from modelplane.commands.traffic import run_split
 from modelplane.gateway.local import LocalSecurity
 from modelplane.gateway.security import CallerLimits, hop_server_name
 

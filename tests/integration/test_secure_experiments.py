@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from modelplane.commands.split import run_split, tls_context
+from modelplane.commands.traffic import run_split, tls_context
 
 from .helpers import NS, SVC, replica, secure, select
 from .test_streaming_soak import _stream_once

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from driver.split import DriverError, fleet_split_block, layout_of, shard_config
+from automation.split import DriverError, fleet_split_block, layout_of, shard_config
 
 FLEET_CONFIG = {
     "modelplane:manifests": {"value": "examples/byo", "secret": False},

@@ -1,4 +1,4 @@
-"""The reconcile loop (driver/reconcile.py) with a fake stack: when it applies, what it logs,
+"""The reconcile loop (automation/reconcile.py) with a fake stack: when it applies, what it logs,
 how it stops, and the one-loop-per-stack lock. The real loop on the sim stack is in tests/sim."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from driver.reconcile import ReconcileError, Reconciler, exclusive, parse_interval, unreachable
+from automation.reconcile import ReconcileError, Reconciler, exclusive, parse_interval, unreachable
 
 
 class FakeStack:

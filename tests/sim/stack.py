@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
-from driver.reconcile import lock_path
+from automation.reconcile import lock_path
 from modelplane.api import Fleet, load_manifests
 from modelplane.scheduler import FleetPlacement
 from providers.placement import normalize_numbers

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from automation.reconcile import ReconcileError, parse_interval
 from components.observe import observe_args
-from driver.reconcile import ReconcileError, parse_interval
 from modelplane.durations import MAX_INTERVAL_S, DurationError, parse_duration, seconds
 from modelplane.observe.health import FailoverSettings
 from providers.placement import compute_placement

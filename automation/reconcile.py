@@ -11,7 +11,7 @@ One loop per stack at a time: an exclusive lock file (`flock`) held for the loop
 second loop for the same stack on this machine refuses to start and names the first one's pid.
 SIGTERM, SIGINT or SIGHUP stop the loop: between cycles at once; during one, the running
 `pulumi` is cancelled the way its own Ctrl-C cancels it (it finishes the steps in flight and
-saves its state; driver.processes), then the loop exits.
+saves its state; automation.processes), then the loop exits.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Any, Protocol, TextIO
 
 from pulumi import automation as auto
 
-from driver.processes import TrackedPulumiCommand
+from automation.processes import TrackedPulumiCommand
 from modelplane.durations import MAX_INTERVAL_S, DurationError, parse_duration
 from modelplane.observe import HEALTH_KEY
 from modelplane.observe.health import UNREACHABLE

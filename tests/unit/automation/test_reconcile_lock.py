@@ -1,4 +1,4 @@
-"""The reconcile loop's lock (driver/reconcile.py): never through a symlink, stack names as
+"""The reconcile loop's lock (automation/reconcile.py): never through a symlink, stack names as
 Pulumi validates them (no path out of the project), and a missing --cwd is not created."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from driver.reconcile import LOCK_DIR, ReconcileError, check_stack_name, exclusive, lock_path
+from automation.reconcile import LOCK_DIR, ReconcileError, check_stack_name, exclusive, lock_path
 from modelplane.commands import reconcile as command
 
 

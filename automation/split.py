@@ -32,9 +32,9 @@ from typing import Any, TextIO
 import yaml
 from pulumi import automation as auto
 
+from automation.processes import TrackedPulumiCommand
 from components.config import SHARES_FILE_ENV
 from components.split import LAYOUT_OUTPUT, shard_stack
-from driver.processes import TrackedPulumiCommand
 from modelplane.engine_json import digest
 from modelplane.plan import PlanError
 from modelplane.plan.share import StackLayout

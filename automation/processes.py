@@ -14,13 +14,14 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Mapping
 from typing import IO
 
 from pulumi.automation import PulumiCommand
 from pulumi.automation._cmd import CommandResult, OnOutput
 from pulumi.automation.errors import create_command_error
+
+from modelplane.processes import KILL_WAIT_S, Child, start, stop_groups
 
 CANCEL_GRACE_SECONDS = 120.0   # SIGINT -> SIGTERM: an up finishes the steps in flight
 TERM_GRACE_SECONDS = 10.0      # SIGTERM -> SIGKILL
@@ -46,9 +47,10 @@ class TrackedPulumiCommand(PulumiCommand):
         with self._lock:
             if self.stopping:
                 raise KeyboardInterrupt
-            process = subprocess.Popen([self.command, *args], cwd=cwd, env=env, encoding="utf-8",
-                                       stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            process: subprocess.Popen[str] = start(
+                [self.command, *args], cwd=cwd, env=env, encoding="utf-8",
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             self._running.add(process)
         try:
             out: list[str] = []
@@ -79,17 +81,9 @@ class TrackedPulumiCommand(PulumiCommand):
             self.stopping = True
             running = list(self._running)
         # SIGINT to the group is what a Ctrl-C in pulumi's own terminal sends
-        for sig, grace in ((signal.SIGINT, CANCEL_GRACE_SECONDS), (signal.SIGTERM, TERM_GRACE_SECONDS),
-                           (signal.SIGKILL, 0.0)):
-            alive = [p for p in running if p.poll() is None]
-            if not alive:
-                return
-            for p in alive:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(p.pid, sig)
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and any(p.poll() is None for p in alive):
-                time.sleep(0.2)
+        stop_groups([Child(p) for p in running], ladder=((signal.SIGINT, CANCEL_GRACE_SECONDS),
+                                                         (signal.SIGTERM, TERM_GRACE_SECONDS),
+                                                         (signal.SIGKILL, KILL_WAIT_S)))
 
 
 def _consume(stream: IO[str] | None, callback: OnOutput | None, chunks: list[str]) -> None:

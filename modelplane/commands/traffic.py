@@ -24,15 +24,16 @@ import threading
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TextIO
 
 import httpx
 
 from modelplane.commands.parsers import Subparsers
 from modelplane.gateway.process import Terminated, terminate_on_signals
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import redact_url
 
 UNIDENTIFIED = "(unidentified)"
@@ -102,7 +103,7 @@ class _Deadline:
                  tb: TracebackType | None) -> None:
         self._timer.cancel()
 
-    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+    def trace(self, event: str, info: JsonMapping) -> None:
         if event != "connection.connect_tcp.complete":
             return
         sock = info["return_value"].get_extra_info("socket")
@@ -166,7 +167,7 @@ class Load:
         self.result = SplitResult(url)
         self.served: list[tuple[float, str | None]] = []
         self._target = url.rstrip("/") + "/v1/chat/completions"
-        self._body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "who are you?"}],
+        self._body: JsonObject = {"model": model, "messages": [{"role": "user", "content": "who are you?"}],
                                       **({"stream": True} if stream else {})}
         self._timeout = timeout
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
@@ -222,7 +223,7 @@ class Load:
         return self.result
 
 
-def _one(client: httpx.Client, target: str, body: dict[str, Any], timeout: float, res: SplitResult) -> str | None:
+def _one(client: httpx.Client, target: str, body: JsonObject, timeout: float, res: SplitResult) -> str | None:
     """One request: the replica that answered, or None (the error is counted in res)."""
     with _Deadline(timeout) as deadline:
         try:
@@ -317,7 +318,7 @@ class ApiKeySourceError(ValueError):
     """Why --api-key could not be read; never quotes the key."""
 
 
-def read_api_key(source: str, stdin: Any = None) -> str:
+def read_api_key(source: str, stdin: TextIO | None = None) -> str:
     """The API key named by `source`: `env:VAR`, `file:PATH` or `-` (standard input). Never the
     key itself on the command line, where the process list and shell history would show it."""
     if source == "-":

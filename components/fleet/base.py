@@ -1,53 +1,40 @@
-"""ModelplaneFleet: the whole fleet, or one stack of a split fleet, as one component, so
-`pulumi preview` shows one tree.
-
-It places the fleet (the placement resource), turns the placement into typed objects
-once and plans every cluster with the core (`modelplane.plan`); the other components only
-register what that plan holds. Also the entry point for users who prefer code to stack
-YAML (`deploy_fleet(FleetArgs(fleet=load_manifests(...)))`).
-
-One stack (`args.split` None) holds everything. Split (docs/pulumi-program.md, "Split
-stacks"): the fleet stack holds the placement and exports each shard's share; a shard
-stack registers its clusters from its share, and the shard hosting the control-plane
-gateway also registers the gateway, the services and the hand-written endpoints. The
-same code registers each part in every mode.
+"""What every role of `ModelplaneFleet` shares: the component itself (type token, props, the
+plan of the control plane), and the helpers that register each part (the placement resource, the
+clusters with their serving stacks and gateways, the certificates, the control-plane gateway, the
+services and endpoints). The roles (one stack, fleet stack, shard stack) are the subclasses in
+this package; each calls these helpers in its own order and nothing else registers a resource.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
-from components.args import FLEET_ROLE, ClusterAccess, FleetArgs
+from components.args import ClusterAccess, FleetArgs
 from components.autoscale import autoscale_input, autoscaling_output, format_autoscaling
 from components.cache import ModelCache, ModelCacheArgs
-from components.certificates import HOP_CA_OUTPUT, DataPathCertificates, DataPathCertificatesArgs, fleet_hop_ca
+from components.certificates import DataPathCertificates, DataPathCertificatesArgs
 from components.cluster import InferenceCluster, InferenceClusterArgs, control_cluster
 from components.deployment import ModelDeployment, ModelDeploymentArgs
 from components.errors import ResourceError
 from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikGatewayArgs
 from components.k8s import ClusterReady, RenderedObject, object_name, resource_name
-from components.observe import observation, placement_observe, verification
+from components.observe import observation, placement_observe
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
 from components.sim import sim_options
 from components.split import (
-    GATEWAY_URLS_OUTPUT,
-    LAYOUT_OUTPUT,
     SHARES_OUTPUT,
-    other_gateway_urls,
-    shard_plan,
-    shard_stack,
     shares_text,
     write_shares_file,
 )
 from modelplane.autoscale.state import ScalingState, StateFormatError
 from modelplane.engine_json import normalize_numbers
 from modelplane.gateway.config import egress_config
+from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 from modelplane.plan import (
     ClusterFoundation,
     ClusterPlan,
@@ -62,7 +49,7 @@ from modelplane.plan import (
     plan_foundation,
 )
 from modelplane.plan.gateway import callers_secret_data, edge_names
-from modelplane.plan.share import StackLayout, shard_of, stack_layout
+from modelplane.plan.share import stack_layout
 from modelplane.render import RenderError
 from modelplane.render.gateway import (
     EGRESS_ROOTS,
@@ -78,7 +65,7 @@ from modelplane.render.gateway import (
     workload_gateway_name,
 )
 from modelplane.routing import Credential
-from modelplane.scheduler import FleetPlacement, PlacementFormatError, candidate_clusters
+from modelplane.scheduler import FleetPlacement, PlacementFormatError
 from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
 from providers.placement import FleetPlacementArgs, FleetPlacementResource
 
@@ -88,6 +75,7 @@ CONTROL_HOST_PORT = 8080  # Kind: the control-plane gateway on http://localhost:
 # their URNs (and, through them, their children's), so existing stacks replace nothing.
 WAS_TOP_LEVEL = [pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)]
 LARGE_OUTPUTS = ("placement", SHARES_OUTPUT)
+HopCa = tuple[pulumi.Output[str], pulumi.Output[str]]   # (certificate, key): components.certificates.fleet_hop_ca
 
 
 @dataclass(frozen=True)
@@ -100,90 +88,75 @@ class _Decision:
 
 
 class ModelplaneFleet(pulumi.ComponentResource):
-    """The root component. Attributes (annotated in __init__: Pulumi reads class-level
-    annotations as the types of props and outputs): `placement` (the placement resource;
-    None in a shard stack), `plan` (Output[FleetPlan]), `clusters`, `control`,
-    `deployments` (in a shard stack filled once its share is known), `services`,
-    `outputs`."""
+    """The root component, of one role (deploy_fleet picks it). Attributes (annotated in __init__:
+    Pulumi reads class-level annotations as the types of props and outputs): `placement` (the
+    placement resource; None in a shard stack), `plan` (Output[FleetPlan]), `clusters`, `control`
+    (where the control-plane gateway is registered), `deployments` (in a shard stack filled once its
+    share is known), `services`, `outputs`."""
 
     def __init__(self, name: str, args: FleetArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         fleet, split = args.fleet, args.split
-        props: dict[str, Any] = {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}
+        props: JsonObject = {"clusters": sorted(fleet.clusters), "renderDir": args.render_dir or ""}
         if split is not None:
             props["split"] = {"role": split.role, "shardSize": split.shard_size, "shard": split.shard}
         super().__init__(TYPE, name, props, sim_options(args.sim, opts))
-        top = pulumi.ResourceOptions(parent=self, aliases=WAS_TOP_LEVEL)
+        self.args = args
+        self.top = pulumi.ResourceOptions(parent=self, aliases=WAS_TOP_LEVEL)
         # GitOps output never holds a secret: Secrets are referenced and the user creates them.
-        egress: EgressMode = "reference" if args.render_dir else "secret"
+        self.egress: EgressMode = "reference" if args.render_dir else "secret"
         try:
-            control = plan_control(fleet, control_spec(args), egress)
-            layout = stack_layout(fleet, control.cluster, split.shard_size) if split is not None else None
+            self.control_plan = plan_control(fleet, control_spec(args), self.egress)
+            self.layout = stack_layout(fleet, self.control_plan.cluster, split.shard_size) if split else None
         except RenderError as exc:
             raise ResourceError(str(exc), self) from None
         self.placement: FleetPlacementResource | None = None
-        observe = placement_observe(args.observe, args.access)       # read the clusters (docs/observe.md)
-        self.outputs: dict[str, Any] = {}
-        if split is None or split.role == FLEET_ROLE:
-            autoscale = autoscale_input(fleet, args.autoscale)
-            self.placement = FleetPlacementResource(
-                "fleet-placement", FleetPlacementArgs(
-                    fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed,
-                    observe=observe, autoscale=autoscale), top)
-            scaling = self.placement.autoscaling if autoscale is not None else pulumi.Output.from_input(None)
-            decision = pulumi.Output.all(self.placement.placement, scaling).apply(
-                lambda a: self._decide(args, control, egress, layout, a[0], a[1]))
-            if autoscale is not None:
-                self.outputs["autoscaling"] = scaling.apply(lambda raw: autoscaling_output(_scaling(raw)))
-            self.plan: pulumi.Output[FleetPlan] = decision.apply(lambda d: d.plan)
-            self.outputs["deployments"] = self.plan.apply(lambda fp: deployment_outputs(fp.placement))
-            if split is not None:
-                assert layout is not None
-                self.outputs[SHARES_OUTPUT] = decision.apply(lambda d: dict(d.shares))
-                self.outputs[LAYOUT_OUTPUT] = layout.to_json()
-            else:
-                self.outputs["placement"] = self.plan.apply(lambda fp: fp.placement.to_json())
-        else:
-            assert layout is not None
-            if split.shard not in layout.shards:
-                raise ResourceError(f"stack config split.shard: no shard {split.shard!r} in this fleet's layout "
-                                    f"(shard size {split.shard_size}): {', '.join(layout.shards)}", self)
-            self.plan = shard_plan(fleet, split, control, self)
+        self.observe = placement_observe(args.observe, args.access)       # read the clusters (docs/observe.md)
+        self.outputs: JsonObject = {}
+        self.plan: pulumi.Output[FleetPlan]
         self.clusters: dict[str, InferenceCluster] = {}
         self.deployments: dict[str, ModelDeployment] = {}
         self.services: dict[str, ModelService] = {}
-        here = self._here(args, layout)
-        hosts_control = split is None or (split.role != FLEET_ROLE and layout is not None
-                                          and split.shard == layout.control)
-        # Mutual TLS between the hops: one CA per fleet (render mode: referenced, never made).
-        self.certificates = None if args.render_dir else self._certificates(args, control, here, top,
-                                                                                  hosts_control=hosts_control)
-        gateways = self._register_clusters(args, control, here, top)
-        if split is not None and split.role != FLEET_ROLE:
-            # what the shard hosting the control-plane gateway reads (other_gateway_urls)
-            self.outputs[GATEWAY_URLS_OUTPUT] = self._gateway_urls(args, gateways, here)
-        if split is None or split.role != FLEET_ROLE:
-            self.plan.apply(functools.partial(_report_secrets, args, here, control if hosts_control else None))
-        if hosts_control:
-            self._register_control(args, control, layout, gateways, top)
-        if observe is not None and self.placement is not None:
-            # What check() read, and after `up` whether the clusters run what was placed
-            # (docs/observe.md). A split fleet verifies with `python -m modelplane verify`.
-            self.outputs["observation"] = observation(self.placement.capacity, self.placement.health)
-            if split is None:
-                self.outputs["verification"] = verification(
-                    fleet, self.placement.placement, observe, args.observe.verify_wait if args.observe else 0,
-                    [d.created for d in self.deployments.values()])
+        self.certificates: DataPathCertificates | None = None
+
+    def _finish(self) -> None:
         # The stack exports every output (__main__.py); the component's own state keeps the
-        # small ones, not a second copy of the placement or the shares (issue 15 item 6).
+        # small ones, not a second copy of the placement or the shares (state size at scale,
+        # benchmarks/scale.py).
         self.register_outputs({k: v for k, v in self.outputs.items() if k not in LARGE_OUTPUTS})
 
-    def _certificates(self, args: FleetArgs, control: ControlPlan, here: Sequence[str], top: pulumi.ResourceOptions,
-                      *, hosts_control: bool) -> DataPathCertificates:
-        """The hop CA (the fleet stack's, in a shard stack) and the certificates of this stack's gateways."""
-        fleet, split = args.fleet, args.split
+    def _place(self) -> pulumi.Output[_Decision]:
+        """The placement resource and what this stack derives from its placement (one stack and
+        fleet stack); also the `autoscaling` and `deployments` outputs."""
+        args = self.args
+        autoscale = autoscale_input(args.fleet, args.autoscale)
+        self.placement = FleetPlacementResource(
+            "fleet-placement", FleetPlacementArgs(
+                fleet_documents=args.fleet.to_documents(), accounting=args.accounting, observed=args.observed,
+                observe=self.observe, autoscale=autoscale), self.top)
+        scaling = self.placement.autoscaling if autoscale is not None else pulumi.Output.from_input(None)
+        decision = pulumi.Output.all(self.placement.placement, scaling).apply(lambda a: self._decide(a[0], a[1]))
+        if autoscale is not None:
+            self.outputs["autoscaling"] = scaling.apply(lambda raw: autoscaling_output(_scaling(raw)))
+        self.plan = decision.apply(lambda d: d.plan)
+        self.outputs["deployments"] = self.plan.apply(lambda fp: deployment_outputs(fp.placement))
+        return decision
+
+    def _observation(self) -> FleetPlacementResource | None:
+        """The `observation` output (what check() read, docs/observe.md); the placement resource
+        when the clusters are read, else None."""
+        if self.observe is None or self.placement is None:
+            return None
+        self.outputs["observation"] = observation(self.placement.capacity, self.placement.health)
+        return self.placement
+
+    def _certificates(self, here: Sequence[str], *, hosts_control: bool,
+                      ca: Callable[[], HopCa] | None = None) -> DataPathCertificates:
+        """The certificates of this stack's gateways, under the hop CA `ca()` returns (a shard
+        stack: the fleet stack's) or one made here."""
+        fleet, control = self.args.fleet, self.control_plan
         self_signed: list[str] = []
         if hosts_control and control.edge.self_signed:
-            if not (control.kind or args.sim):
+            if not (control.kind or self.args.sim):
                 raise ResourceError(f"InferenceGateway spec.tls.selfSigned is for the kind, sim and render stacks "
                                     f"(control plane {control.cluster} is not a Kind cluster): give it "
                                     "certificateRefs (kubernetes.io/tls Secrets in modelplane-system)", self)
@@ -191,18 +164,15 @@ class ModelplaneFleet(pulumi.ComponentResource):
             pulumi.log.warn("the control-plane gateway's edge certificate is self-signed (generated by the program): "
                             "clients must be given it to trust (`pulumi stack output` does not show it; read the "
                             f"Secret {SELF_SIGNED_SECRET} in modelplane-system)")
-        shard = split is not None and split.role != FLEET_ROLE
-        certs = DataPathCertificates("data-path-certificates", DataPathCertificatesArgs(
+        self.certificates = DataPathCertificates("data-path-certificates", DataPathCertificatesArgs(
             gateways={workload_gateway_name(c): hop_names(fleet.clusters[c]) for c in here},
-            control=control.name if hosts_control else None, self_signed=self_signed,
-            ca=fleet_hop_ca(split.fleet_stack, self) if shard and split is not None else None), top)
-        if split is not None and split.role == FLEET_ROLE:
-            self.outputs[HOP_CA_OUTPUT] = pulumi.Output.secret(
-                pulumi.Output.all(certs.ca_cert, certs.ca_key).apply(lambda a: {"cert": a[0], "key": a[1]}))
-        return certs
+            control=control.name if hosts_control else None, self_signed=self_signed, ca=ca() if ca else None),
+            self.top)
+        return self.certificates
 
-    def _control_secrets(self, args: FleetArgs, control: ControlPlan) -> dict[str, pulumi.Input[Mapping[str, str]]]:
+    def _control_secrets(self) -> dict[str, pulumi.Input[Mapping[str, str]]]:
         """The Secrets the control-plane gateway mounts that the program makes (live stacks)."""
+        control = self.control_plan
         if self.certificates is None:
             return {}
         secrets: dict[str, pulumi.Input[Mapping[str, str]]] = {
@@ -219,33 +189,26 @@ class ModelplaneFleet(pulumi.ComponentResource):
                     return callers_secret_data(dict(keys or {}))
                 except RenderError as exc:
                     raise ResourceError(str(exc), self) from None
-            keys = pulumi.Output.from_input(args.gateway_api_keys or {})
+            keys = pulumi.Output.from_input(self.args.gateway_api_keys or {})
             secrets[callers_secret_name(control.name)] = pulumi.Output.secret(keys.apply(callers))
         return secrets
 
-    @staticmethod
-    def _here(args: FleetArgs, layout: StackLayout | None) -> list[str]:
-        """The workload clusters this stack applies."""
-        if args.split is None:
-            return sorted(args.fleet.clusters)
-        if args.split.role == FLEET_ROLE or layout is None:
-            return []
-        return list(layout.shards[args.split.shard])
-
-    def _decide(self, args: FleetArgs, control: ControlPlan, egress: EgressMode, layout: StackLayout | None,
-                raw: Mapping[str, Any], scaling_raw: Any = None) -> _Decision:
+    def _decide(self, raw: JsonMapping, scaling_raw: JsonValue = None) -> _Decision:
+        """The plan of one placement: the whole fleet's (one stack), or what is fleet-wide and
+        every shard's share (fleet stack, with a layout)."""
+        args, layout = self.args, self.layout
         fleet = args.fleet
         try:
             placement = FleetPlacement.from_json(normalize_numbers(raw))
             scaling = _scaling(scaling_raw)
             if layout is None:
                 # Replicas a scale-in removed keep running, out of the routes, until drained.
-                plan = plan_fleet(fleet, placement, control_spec(args), egress, leaving=scaling.draining)
+                plan = plan_fleet(fleet, placement, control_spec(args), self.egress, leaving=scaling.draining)
                 shares: dict[str, str] = {}
             else:
                 routes = fleet_routes_for(fleet, placement)
                 # Fleet-wide only: the clusters are planned by their shard stacks.
-                plan = FleetPlan(placement, {}, routes, control)
+                plan = FleetPlan(placement, {}, routes, self.control_plan)
                 shares = shares_text(fleet, placement, layout, routes)
         except (RenderError, PlacementFormatError, StateFormatError) as exc:
             raise ResourceError(str(exc), self) from None
@@ -256,12 +219,13 @@ class ModelplaneFleet(pulumi.ComponentResource):
             pulumi.log.info(format_autoscaling(scaling))
         return _Decision(plan, shares)
 
-    def _register_clusters(self, args: FleetArgs, control: ControlPlan, here: Sequence[str],
-                           top: pulumi.ResourceOptions) -> dict[str, TraefikGateway]:
-        """Each cluster this stack applies: the cluster, its serving stack and namespaces,
-        its workload gateway; then the caches and the deployments' replicas on them."""
+    def _register_clusters(self, here: Sequence[str]) -> dict[str, TraefikGateway]:
+        """Each cluster this stack applies: the cluster, its serving stack and namespaces, its
+        workload gateway. The caches and deployments on them are the role's (`_cache`,
+        `_deployment`), once these are registered."""
+        args, control = self.args, self.control_plan
         fleet = args.fleet
-        ready: dict[str, pulumi.Output[ClusterReady]] = {}
+        self._ready: dict[str, pulumi.Output[ClusterReady]] = {}
         gateways: dict[str, TraefikGateway] = {}
         for cname in here:
             spec = fleet.clusters[cname]
@@ -270,69 +234,56 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 cluster=spec, fleet=fleet, foundation=foundation, access=args.access.get(cname, ClusterAccess()),
                 render_dir=args.render_dir,
                 host_port=CONTROL_HOST_PORT if control.in_fleet and control.kind and control.cluster == cname else None,
-                aws=args.aws, gcp=args.gcp, observed=args.observe is not None), top)
-            ready[cname] = self._prepare(foundation, cluster, args)
+                aws=args.aws, gcp=args.gcp, observed=args.observe is not None), self.top)
+            self._ready[cname] = self._prepare(foundation, cluster)
             routes = self.plan.apply(functools.partial(_gateway_routes, cname, foundation.gateway_name))
             hop = ({hop_secret_name(foundation.gateway_name): self.certificates.hop_secret(foundation.gateway_name)}
                    if self.certificates is not None else {})
             gateways[cname] = TraefikGateway(foundation.gateway_name, TraefikGatewayArgs(
                 type_token=WORKLOAD, cluster=cname, objects=foundation.gateway, routes=routes, secrets=hop),
                 pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider],
-                                       depends_on=ready[cname].apply(lambda r: r.base)))
-        if not here:
-            return gateways
-        providers = {c: cluster.provider for c, cluster in self.clusters.items()}
-
-        def cache(key: tuple[str, str]) -> None:
-            ModelCache(resource_name("cache", *key), ModelCacheArgs(
-                cache=fleet.caches[key], plan=self.plan, providers=providers, ready=ready, hf_token=args.hf_token,
-                write_secrets=not args.render_dir), top)
-
-        def deployment(key: tuple[str, str], candidates: Sequence[str]) -> None:
-            self.deployments["/".join(key)] = ModelDeployment(resource_name(*key), ModelDeploymentArgs(
-                deployment=fleet.deployments[key], plan=self.plan, candidates=candidates, providers=providers,
-                ready=ready), top)
-
-        if args.split is None:
-            for key in sorted(fleet.caches):
-                cache(key)
-            for key, candidates in candidate_clusters(fleet).items():
-                deployment(key, candidates)
-            return gateways
-
-        def shard_components(fp: FleetPlan) -> None:
-            # A shard stack registers the caches staged and the deployments placed on its
-            # clusters: with one stack per few clusters, a component per fleet-wide cache
-            # and deployment in every shard would outnumber the objects.
-            for key in sorted({(c.namespace, c.name) for p in fp.clusters.values() for c in p.caches}):
-                cache(key)
-            candidates = candidate_clusters(fleet)
-            for d in fp.placement.deployments:
-                deployment((d.namespace, d.name), candidates[(d.namespace, d.name)])
-
-        self.plan.apply(shard_components)
+                                       depends_on=self._ready[cname].apply(lambda r: r.base)))
+        self._providers = {c: cluster.provider for c, cluster in self.clusters.items()}
         return gateways
 
-    def _register_control(self, args: FleetArgs, control: ControlPlan, layout: StackLayout | None,
-                          gateways: Mapping[str, TraefikGateway], top: pulumi.ResourceOptions) -> None:
-        """The control-plane gateway, the hand-written endpoints and the services."""
+    def _cache(self, key: tuple[str, str]) -> None:
+        """The ModelCache `key` on the clusters registered here (after `_register_clusters`)."""
+        args = self.args
+        ModelCache(resource_name("cache", *key), ModelCacheArgs(
+            cache=args.fleet.caches[key], plan=self.plan, providers=self._providers, ready=self._ready,
+            hf_token=args.hf_token, write_secrets=not args.render_dir), self.top)
+
+    def _deployment(self, key: tuple[str, str], candidates: Sequence[str]) -> None:
+        """The ModelDeployment `key`, its replicas on the clusters registered here."""
+        self.deployments["/".join(key)] = ModelDeployment(resource_name(*key), ModelDeploymentArgs(
+            deployment=self.args.fleet.deployments[key], plan=self.plan, candidates=candidates,
+            providers=self._providers, ready=self._ready), self.top)
+
+    def _report_secrets(self, here: Sequence[str], *, hosts_control: bool) -> None:
+        """GitOps: at plan time, the Secrets this stack's objects reference (docs/pulumi-program.md)."""
+        control = self.control_plan if hosts_control else None
+        self.plan.apply(functools.partial(_report_secrets, self.args, here, control))
+
+    def _register_control(self, urls: pulumi.Output[dict[str, str]]) -> None:
+        """The control-plane gateway (routing to the workload gateways at `urls`), the
+        hand-written endpoints and the services."""
+        args, control = self.args, self.control_plan
         fleet = args.fleet
         self.control: InferenceCluster = (self.clusters[control.cluster] if control.in_fleet else control_cluster(
             args.control_plane, render_dir=args.render_dir, host_port=CONTROL_HOST_PORT if control.kind else None,
-            opts=top))
+            opts=self.top))
         api_keys = pulumi.Output.from_input(args.endpoint_api_keys or {})
         for key, ep in sorted(fleet.endpoints.items()):
             secret = ep.spec.api_key_secret
             key_out = api_keys.apply(functools.partial(_api_key, f"{key[0]}/{secret.name}")) if secret else None
             ModelEndpoint(resource_name("endpoint", *key), ModelEndpointArgs(
-                endpoint=ep, api_key=None if args.render_dir else key_out, expects_key=not args.render_dir), top)
-        urls = self._fleet_gateway_urls(args, layout, gateways)
+                endpoint=ep, api_key=None if args.render_dir else key_out, expects_key=not args.render_dir), self.top)
         cp_gateway = TraefikGateway(control.name, TraefikGatewayArgs(
             type_token=CONTROL_PLANE, cluster=control.cluster, objects=control.gateway,
             routes=pulumi.Output.all(self.plan, urls).apply(
                 lambda a: routes_configmap(control.name, control.routes_config(a[0].routes, a[1]))["data"]),
-            egress_secret=self._egress_secret(control, api_keys) if control.egress_mode == "secret" else None,
-            secrets=self._control_secrets(args, control),
+            egress_secret=self._egress_secret(api_keys) if control.egress_mode == "secret" else None,
+            secrets=self._control_secrets(),
             secret_labels={callers_secret_name(control.name): control.edge.callers_labels},
             props={"egress": sorted(egress_ports(control.static_routes)), "tls": control.edge.tls,
                    "auth": control.edge.auth}),
@@ -341,22 +292,21 @@ class ModelplaneFleet(pulumi.ComponentResource):
         base = _control_address(args, control, cp_gateway)
         for key, svc in sorted(fleet.services.items()):
             self.services["/".join(key)] = ModelService(resource_name("service", *key), ModelServiceArgs(
-                service=svc, plan=self.plan, base_url=base), top)
+                service=svc, plan=self.plan, base_url=base), self.top)
         self.outputs["services"] = {k: {"url": s.url, "weights": s.weights} for k, s in self.services.items()}
         self.outputs["gatewayUrl"] = base
 
-    def _prepare(self, foundation: ClusterFoundation, cluster: InferenceCluster, args: FleetArgs
-                 ) -> pulumi.Output[ClusterReady]:
+    def _prepare(self, foundation: ClusterFoundation, cluster: InferenceCluster) -> pulumi.Output[ClusterReady]:
         """Serving stack, namespaces and per-namespace support objects; returns what the
         cluster's workloads wait for."""
         name = foundation.name
-        spec = args.fleet.clusters[name]
+        spec = self.args.fleet.clusters[name]
         existing = spec.spec.cluster.existing
         # components: Provided means the platform team already runs the serving stack there.
         provided = existing is not None and existing.components == "Provided"
         stack = ServingStack(f"{name}-serving", ServingStackArgs(
             cluster=name, stack=spec.spec.stack, charts=foundation.charts, kai_queue=foundation.kai_queue,
-            install_charts=args.install_charts and not provided),
+            install_charts=self.args.install_charts and not provided),
             pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=[cluster.namespace]))
         base = ClusterReady((cluster.namespace, stack, *stack.ready))
 
@@ -365,9 +315,11 @@ class ModelplaneFleet(pulumi.ComponentResource):
 
         return self.plan.apply(register)
 
-    def _gateway_urls(self, args: FleetArgs, gateways: Mapping[str, TraefikGateway], names: Sequence[str]
+    def _gateway_urls(self, gateways: Mapping[str, TraefikGateway], names: Sequence[str]
                       ) -> pulumi.Output[dict[str, str]]:
-        """How the control plane reaches the workload gateways of `names` (this stack's)."""
+        """How the control plane reaches the workload gateways of `names` (registered here, or
+        known without them: render and sim stacks, static addresses)."""
+        args = self.args
         if args.render_dir or args.sim:
             # Also the sim's: its LoadBalancer Services never get an address (components/sim.py).
             known = gitops_gateway_urls(args.fleet)[0]
@@ -378,36 +330,10 @@ class ModelplaneFleet(pulumi.ComponentResource):
             urls[name] = static if static is not None else gateways[name].address.apply(lambda a: f"http://{a}")
         return pulumi.Output.all(**urls) if urls else pulumi.Output.from_input({})
 
-    def _fleet_gateway_urls(self, args: FleetArgs, layout: StackLayout | None,
-                            gateways: Mapping[str, TraefikGateway]) -> pulumi.Output[dict[str, str]]:
-        """Every workload gateway's URL, for the control-plane routes. Split: a cluster of
-        another shard without a static address is read from that shard stack's outputs."""
-        split = args.split
-        if split is None or layout is None or args.render_dir:
-            return self._gateway_urls(args, gateways, sorted(args.fleet.clusters))
-        own = self._gateway_urls(args, gateways, sorted(gateways))
-        static = {n: u for n, c in args.fleet.clusters.items() if n not in gateways
-                  and (u := static_gateway_url(c)) is not None}
-        shards = sorted({s for n in args.fleet.clusters if n not in gateways and n not in static
-                         and (s := shard_of(layout.shards, n)) is not None})
-        others = [other_gateway_urls(split, shard, self) for shard in shards]
+    def _egress_secret(self, api_keys: pulumi.Output[Mapping[str, str]]) -> pulumi.Output[JsonObject]:
+        control = self.control_plan
 
-        def merge(parts: list[Mapping[str, str]]) -> dict[str, str]:
-            urls = _merge(static, *parts)
-            missing = sorted(set(args.fleet.clusters) - set(urls))
-            if missing:
-                stacks = ", ".join(sorted({shard_stack(split.fleet_stack, shard_of(layout.shards, n) or n)
-                                           for n in missing}))
-                raise ResourceError(f"no gateway address yet for cluster(s) {', '.join(missing)}: their shard "
-                                    f"stack(s) {stacks} must run before this one (`python -m modelplane up` "
-                                    "orders them), or give the clusters spec.gateway.hostname", self)
-            return urls
-
-        return pulumi.Output.all(own, *others).apply(merge)
-
-    def _egress_secret(self, control: ControlPlan, api_keys: pulumi.Output[Mapping[str, str]]
-                       ) -> pulumi.Output[dict[str, Any]]:
-        def egress(keys: Mapping[str, str] | None) -> dict[str, Any]:
+        def egress(keys: Mapping[str, str] | None) -> JsonObject:
             def lookup(namespace: str, credential: Credential) -> str:
                 key = f"{namespace}/{credential.secret_name}"
                 if key not in (keys or {}):
@@ -418,17 +344,10 @@ class ModelplaneFleet(pulumi.ComponentResource):
         return pulumi.Output.secret(api_keys.apply(egress))
 
 
-def _scaling(raw: Any) -> ScalingState:
+def _scaling(raw: JsonValue) -> ScalingState:
     """The placement resource's `autoscaling` output (None in a preview before the first check, or
     without autoscalers)."""
     return ScalingState.from_json(normalize_numbers(raw)) if raw else ScalingState()
-
-
-def _merge(*parts: Mapping[str, str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in parts:
-        out.update(part)
-    return out
 
 
 def _gateway_routes(cluster: str, gateway: str, fp: FleetPlan) -> dict[str, str]:
@@ -498,7 +417,3 @@ def _control_address(args: FleetArgs, control: ControlPlan, gateway: TraefikGate
     if control.kind:
         return f"{scheme}://localhost:{CONTROL_HOST_PORT}"
     return gateway.address.apply(lambda a: f"{scheme}://{a}" if a else "")
-
-
-def deploy_fleet(args: FleetArgs, name: str = "modelplane") -> ModelplaneFleet:
-    return ModelplaneFleet(name, args)
