@@ -23,7 +23,6 @@ EXPECTED_LEVELS = {
     "cloud-pool-provisioning": "mandatory",
     "efa-dra-device-class": "mandatory",
     "eks-autoscale-from-zero": "advisory",
-    "gang-zone-capacity": "mandatory",
 }
 
 
