@@ -133,3 +133,7 @@ class FleetArgs:
     sim: SimArgs | None = None
     # None: the whole fleet in this one stack
     split: SplitArgs | None = None
+    # The ReplicaAutoscalers' loop (stack config `modelplane:autoscale`, docs/autoscaling.md):
+    # metricsFile, prometheus per cluster, timeoutSeconds, drainSeconds, ...; used only when
+    # the fleet has an autoscaler
+    autoscale: Mapping[str, object] | None = None

@@ -94,6 +94,7 @@ def fleet_args_from_config(project_dir: str, config: pulumi.Config | None = None
         gateway_api_keys=config.get_secret_object("gatewayApiKeys"),
         sim=sim,
         observe=observe,
+        autoscale=config.get_object("autoscale") or None,
     )
     split = config.get_object("split")
     if split:

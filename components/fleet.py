@@ -23,6 +23,7 @@ from typing import Any
 import pulumi
 
 from components.args import FLEET_ROLE, ClusterAccess, FleetArgs
+from components.autoscale import autoscale_input, autoscaling_output, format_autoscaling
 from components.cache import ModelCache, ModelCacheArgs
 from components.certificates import HOP_CA_OUTPUT, DataPathCertificates, DataPathCertificatesArgs, fleet_hop_ca
 from components.cluster import InferenceCluster, InferenceClusterArgs, control_cluster
@@ -44,6 +45,7 @@ from components.split import (
     shares_text,
     write_shares_file,
 )
+from modelplane.autoscale.state import ScalingState, StateFormatError
 from modelplane.engine_json import normalize_numbers
 from modelplane.gateway.config import egress_config
 from modelplane.plan import (
@@ -122,11 +124,16 @@ class ModelplaneFleet(pulumi.ComponentResource):
         observe = placement_observe(args.observe, args.access)       # read the clusters (docs/observe.md)
         self.outputs: dict[str, Any] = {}
         if split is None or split.role == FLEET_ROLE:
+            autoscale = autoscale_input(fleet, args.autoscale)
             self.placement = FleetPlacementResource(
                 "fleet-placement", FleetPlacementArgs(
                     fleet_documents=fleet.to_documents(), accounting=args.accounting, observed=args.observed,
-                    observe=observe), top)
-            decision = self.placement.placement.apply(functools.partial(self._decide, args, control, egress, layout))
+                    observe=observe, autoscale=autoscale), top)
+            scaling = self.placement.autoscaling if autoscale is not None else pulumi.Output.from_input(None)
+            decision = pulumi.Output.all(self.placement.placement, scaling).apply(
+                lambda a: self._decide(args, control, egress, layout, a[0], a[1]))
+            if autoscale is not None:
+                self.outputs["autoscaling"] = scaling.apply(lambda raw: autoscaling_output(_scaling(raw)))
             self.plan: pulumi.Output[FleetPlan] = decision.apply(lambda d: d.plan)
             self.outputs["deployments"] = self.plan.apply(lambda fp: deployment_outputs(fp.placement))
             if split is not None:
@@ -226,23 +233,27 @@ class ModelplaneFleet(pulumi.ComponentResource):
         return list(layout.shards[args.split.shard])
 
     def _decide(self, args: FleetArgs, control: ControlPlan, egress: EgressMode, layout: StackLayout | None,
-                raw: Mapping[str, Any]) -> _Decision:
+                raw: Mapping[str, Any], scaling_raw: Any = None) -> _Decision:
         fleet = args.fleet
         try:
             placement = FleetPlacement.from_json(normalize_numbers(raw))
+            scaling = _scaling(scaling_raw)
             if layout is None:
-                plan = plan_fleet(fleet, placement, control_spec(args), egress)
+                # Replicas a scale-in removed keep running, out of the routes, until drained.
+                plan = plan_fleet(fleet, placement, control_spec(args), egress, leaving=scaling.draining)
                 shares: dict[str, str] = {}
             else:
                 routes = fleet_routes_for(fleet, placement)
                 # Fleet-wide only: the clusters are planned by their shard stacks.
                 plan = FleetPlan(placement, {}, routes, control)
                 shares = shares_text(fleet, placement, layout, routes)
-        except (RenderError, PlacementFormatError) as exc:
+        except (RenderError, PlacementFormatError, StateFormatError) as exc:
             raise ResourceError(str(exc), self) from None
         if args.split is not None and args.split.shares_file and layout is not None:
             write_shares_file(args.split.shares_file, shares, layout)
         _report(plan, args)
+        if scaling_raw is not None:
+            pulumi.log.info(format_autoscaling(scaling))
         return _Decision(plan, shares)
 
     def _register_clusters(self, args: FleetArgs, control: ControlPlan, here: Sequence[str],
@@ -405,6 +416,12 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 return (keys or {})[key]
             return egress_config(control.static_routes, lookup, roots=EGRESS_ROOTS)
         return pulumi.Output.secret(api_keys.apply(egress))
+
+
+def _scaling(raw: Any) -> ScalingState:
+    """The placement resource's `autoscaling` output (None in a preview before the first check, or
+    without autoscalers)."""
+    return ScalingState.from_json(normalize_numbers(raw)) if raw else ScalingState()
 
 
 def _merge(*parts: Mapping[str, str]) -> dict[str, str]:

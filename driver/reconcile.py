@@ -41,6 +41,7 @@ from modelplane.redact import outside_text
 LOCK_DIR = Path(".modelplane") / "reconcile"
 VERIFICATION_OUTPUT = "verification"
 OBSERVATION_OUTPUT = "observation"
+AUTOSCALING_OUTPUT = "autoscaling"
 
 
 class ReconcileError(Exception):
@@ -62,6 +63,7 @@ class StackOps(Protocol):
     def preview(self) -> Mapping[str, int]: ...          # change summary: op -> resources
     def up(self) -> Mapping[str, int]: ...
     def verification(self) -> str | None: ...            # the stack output's summary, if any
+    def autoscaling(self) -> Mapping[str, int]: ...      # each autoscaled deployment's count (its output)
     def cancel(self) -> None: ...                        # stop a running pulumi now
 
 
@@ -88,6 +90,7 @@ class Cycle:
     preview: dict[str, int] | None = None
     applied: dict[str, int] | None = None
     verification: str | None = None
+    scaled: str | None = None            # what the autoscalers changed: "ml-team/chat 1 -> 3"
     error: str | None = None
     seconds: float = 0.0
     stopped: bool = False
@@ -98,6 +101,8 @@ class Cycle:
         if self.preview is not None:
             parts.append(f"preview: {_summary(self.preview)}")
             parts.append(f"up: {_summary(self.applied)}" if self.applied is not None else "no update")
+        if self.scaled:
+            parts.append(f"autoscaled: {self.scaled}")
         if self.verification:
             parts.append(f"verify: {self.verification}")
         if self.error:
@@ -116,6 +121,7 @@ class Reconciler:
     clock: Callable[[], float] = time.monotonic
     stopping: threading.Event = field(default_factory=threading.Event)
     cycles: list[Cycle] = field(default_factory=list)
+    counts: dict[str, int] | None = None  # the autoscaled counts after the last up
 
     def stop(self) -> None:
         """Ask the loop to end (signal handlers call this): now between cycles, after
@@ -140,6 +146,7 @@ class Reconciler:
             if result.preview and not self.stopping.is_set():
                 result.applied = changes(self.ops.up())
                 result.verification = self.ops.verification()
+                result.scaled = self._scaled(self.ops.autoscaling())
         except (auto.errors.CommandError, KeyboardInterrupt) as exc:
             if self.stopping.is_set():
                 result.stopped = True
@@ -149,10 +156,20 @@ class Reconciler:
         result.seconds = self.clock() - start
         return result
 
+    def _scaled(self, counts: Mapping[str, int]) -> str | None:
+        before, self.counts = self.counts, dict(counts)
+        moved = [f"{k} {(before or {}).get(k, '?')} -> {n}" for k, n in sorted(counts.items())
+                 if before is None or before.get(k) != n]
+        return ", ".join(moved) if moved and before is not None else None
+
     def run(self, count: int | None = None) -> int:
         """Cycles until stopped (or `count` of them); 0, or 1 when a cycle failed."""
         number = 0
         failed = False
+        try:
+            self.counts = dict(self.ops.autoscaling())      # what the last `up` left: the first change is news
+        except auto.errors.CommandError:
+            self.counts = None
         while not self.stopping.is_set() and (count is None or number < count):
             number += 1
             start = self.clock()
@@ -239,13 +256,15 @@ def check_stack_name(stack: str) -> str:
 
 
 class AutomationOps:
-    """The stack through the Automation API, every pulumi process tracked so `cancel` can stop it."""
+    """The stack through the Automation API, every pulumi process tracked so `cancel` can stop it.
+    `env`: variables every pulumi run gets (`--metrics FILE`: the autoscalers' metrics file)."""
 
-    def __init__(self, project: Path, stack: str) -> None:
+    def __init__(self, project: Path, stack: str, env: Mapping[str, str] | None = None) -> None:
         self.command = TrackedPulumiCommand()
         secrets = "passphrase" if ("PULUMI_CONFIG_PASSPHRASE" in os.environ
                                    or "PULUMI_CONFIG_PASSPHRASE_FILE" in os.environ) else None
-        workspace = auto.LocalWorkspace(work_dir=str(project), secrets_provider=secrets, pulumi_command=self.command)
+        workspace = auto.LocalWorkspace(work_dir=str(project), secrets_provider=secrets, pulumi_command=self.command,
+                                        env_vars=dict(env or {}))
         try:
             self.stack = auto.Stack.select(stack, workspace)
         except auto.errors.StackNotFoundError:
@@ -272,8 +291,20 @@ class AutomationOps:
         value: Any = output.value if output is not None else None
         return str(value.get("summary")) if isinstance(value, Mapping) and value.get("summary") else None
 
+    def autoscaling(self) -> Mapping[str, int]:
+        return autoscaled_counts(self.stack.outputs())
+
     def cancel(self) -> None:
         self.command.stop_all()
+
+
+def autoscaled_counts(outputs: Mapping[str, auto.OutputValue]) -> dict[str, int]:
+    """Each autoscaled deployment's count, from the `autoscaling` output (components/autoscale.py)."""
+    output = outputs.get(AUTOSCALING_OUTPUT)
+    value: Any = output.value if output is not None else None
+    scalers = value.get("autoscalers") if isinstance(value, Mapping) else None
+    return {str(k): int(v["replicas"]) for k, v in (scalers or {}).items()
+            if isinstance(v, Mapping) and isinstance(v.get("replicas"), (int, float))}
 
 
 def unreachable(outputs: Mapping[str, auto.OutputValue]) -> list[str]:

@@ -14,6 +14,12 @@ own series (`vllm:num_requests_waiting`, `vllm:num_requests_running`,
 `vllm:kv_cache_usage_perc`: running / N, `vllm:time_to_first_token_seconds`), labels
 `model_name` and `engine`, as vllm/v1/metrics/loggers.py writes them.
 
+`--stream-interval-ms MS` spaces a stream's chunks (a long generation). SIGTERM stops
+accepting (the listening socket closes at once, so new connections are refused) and lets
+the requests in flight finish, streams included, for at most `--shutdown-grace-s`
+seconds (default 30, Kubernetes' default terminationGracePeriodSeconds), then exits: what
+a replica taken out of the routes needs to lose nothing.
+
 Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
 requests were served (inference keeps working, as an engine that is draining would);
 `--exit-after N` exits the process right after the Nth. SIGUSR1 / SIGUSR2 switch /health
@@ -125,8 +131,12 @@ def _label_value(value: str) -> str:
 
 class EngineState:
     def __init__(self, name: str, deployment: str | None, fail_health_after: int | None, exit_after: int | None,
-                 api_key: str | None, delay: float, concurrency: int | None = None) -> None:
+                 api_key: str | None, delay: float, concurrency: int | None = None,
+                 stream_interval: float = 0.0) -> None:
         self.queue = RequestQueue(concurrency)
+        self.stream_interval = stream_interval
+        # Inference requests between their headers being read and their answer written.
+        self.in_flight = 0
         self.name = name
         self.deployment = deployment
         self.fail_health_after = fail_health_after
@@ -220,7 +230,9 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             if state.deployment:
                 self.send_header("X-Modelplane-Deployment", state.deployment)
             self.end_headers()
-            for event in _events(path, state.name, model):
+            for i, event in enumerate(_events(path, state.name, model)):
+                if i and state.stream_interval:
+                    time.sleep(state.stream_interval)
                 data = event.encode()
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
@@ -277,9 +289,18 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 return self._send(401, {"error": {"message": "invalid api key"}})
             try:
                 req = json.loads(raw) if raw else {}
-                model, stream = req.get("model") or state.name, bool(req.get("stream"))
+                model, stream = str(req.get("model") or state.name), bool(req.get("stream"))
             except (ValueError, AttributeError):
                 return self._send(400, {"error": {"message": "body is not a JSON object"}})
+            with state.lock:
+                state.in_flight += 1
+            try:
+                self._infer(path, model, stream=stream)
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+
+        def _infer(self, path: str, model: str, *, stream: bool) -> None:
             arrived = state.queue.enter()   # waits while --concurrency requests run
             try:
                 if state.delay:
@@ -289,9 +310,9 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                     state.served += 1
                     last = state.exit_after is not None and state.served >= state.exit_after
                 if stream:
-                    self._stream(path, str(model))
+                    self._stream(path, model)
                 else:
-                    self._send(200, _body(path, state.name, str(model)))
+                    self._send(200, _body(path, state.name, model))
             finally:
                 state.queue.leave()
             if last:
@@ -324,6 +345,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--delay-ms", type=float, default=0.0)
     p.add_argument("--concurrency", type=int, default=None, metavar="N",
                    help="inference requests that run at once; the rest wait (and /metrics counts them)")
+    p.add_argument("--stream-interval-ms", type=float, default=0.0, metavar="MS",
+                   help="time between the chunks of a streamed answer")
+    p.add_argument("--shutdown-grace-s", type=float, default=30.0, metavar="S",
+                   help="on SIGTERM, how long the requests in flight may take to finish (default 30)")
     p.add_argument("--record-headers", action="store_true",
                    help="remember which headers each inference request carried (GET /debug/headers)")
     return p.parse_args(argv)
@@ -340,8 +365,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.concurrency is not None and a.concurrency < 1:
         print("--concurrency must be at least 1", file=sys.stderr)
         return 2
+    if not 0 <= a.shutdown_grace_s <= 3600 or not 0 <= a.stream_interval_ms <= 60_000:
+        print("--shutdown-grace-s must be 0..3600 and --stream-interval-ms 0..60000", file=sys.stderr)
+        return 2
     state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000,
-                        a.concurrency)
+                        a.concurrency, a.stream_interval_ms / 1000)
     state.record_headers = a.record_headers
     if a.listen_fd is None:
         server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
@@ -357,9 +385,13 @@ def main(argv: list[str] | None = None) -> int:
             state.health_forced = healthy
         return handler
 
+    def terminate(_signum: int, _frame: FrameType | None) -> None:
+        # Refuse new connections now; the serving loop ends; main() then waits for what is in flight.
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
     signal.signal(signal.SIGUSR1, force(healthy=False))
     signal.signal(signal.SIGUSR2, force(healthy=True))
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    signal.signal(signal.SIGTERM, terminate)
     host, port = server.server_address[:2]
     print(f"mock engine {a.name} listening on {host!s}:{port}", flush=True)
     try:
@@ -367,8 +399,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
+        server.server_close()     # the listening socket: new connections are refused from here on
+    drain(state, a.shutdown_grace_s)
     return 0
+
+
+def drain(state: EngineState, grace: float, poll: float = 0.02) -> None:
+    """Wait until no inference request is in flight, at most `grace` seconds. Connections
+    kept alive may still bring a request meanwhile: it is served, and waited for too."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        with state.lock:
+            if state.in_flight == 0:
+                return
+        time.sleep(poll)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ previews no change.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pulumi.dynamic import CheckFailure
@@ -23,18 +24,23 @@ OBSERVE_KEY = "observe"
 OUTPUT_KEYS = (CAPACITY_KEY, HEALTH_KEY)
 
 
-def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, Any], accounting: str,
-                     counts: Mapping[str, Mapping[str, int]] | None, now: float
-                     ) -> tuple[dict[str, Any], list[CheckFailure]]:
-    """(placement, capacity and health outputs; failures) for one check()."""
+@dataclass(frozen=True)
+class ObserveSettings:
+    """The `observe` input, checked."""
+
+    kubeconfigs: dict[str, str]
+    contexts: dict[str, str]
+    timeout: float
+    failover: Any                                 # modelplane.observe.health.FailoverSettings
+
+
+def observe_settings(block: Mapping[str, Any]) -> ObserveSettings | CheckFailure:
+    """The `observe` input's settings, or the check failure naming what is wrong with them."""
     # Deferred, like compute_placement's: importing the provider module stays cheap
     # (tests/pulumi/test_placement_provider.py).
     from modelplane.durations import MAX_READ_TIMEOUT_S, seconds
-    from modelplane.observe.health import FailoverSettings, health_from_json, health_to_json
-    from modelplane.observe.place import place_observed
-    from modelplane.observe.read import read_clusters
+    from modelplane.observe.health import FailoverSettings
     from modelplane.redact import outside_text
-    from modelplane.scheduler import PlacementFormatError
 
     try:
         settings = FailoverSettings.from_json(block)
@@ -43,20 +49,58 @@ def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, An
         kubeconfigs = {str(c): str(p) for c, p in (block.get("kubeconfigs") or {}).items()}
         contexts = {str(c): str(n) for c, n in (block.get("contexts") or {}).items()}
     except (TypeError, ValueError, AttributeError) as exc:
-        return {}, [CheckFailure(OBSERVE_KEY, f"invalid observe settings: {outside_text(exc)}")]
+        return CheckFailure(OBSERVE_KEY, f"invalid observe settings: {outside_text(exc)}")
+    return ObserveSettings(kubeconfigs, contexts, timeout, settings)
+
+
+def place_observed_with(fleet: Any, olds: Mapping[str, Any], previous: Mapping[str, Any] | None,
+                        settings: ObserveSettings, accounting: str, counts: Mapping[str, Mapping[str, int]] | None,
+                        now: float) -> Any:
+    """Read the clusters and place against them (modelplane.observe.place), the health carried
+    from the state. Raises PlacementFormatError on a malformed previous placement."""
+    from modelplane.observe.health import health_from_json
+    from modelplane.observe.place import place_observed
+    from modelplane.observe.read import read_clusters
+
     try:
         health = health_from_json(olds.get(HEALTH_KEY))
     except (TypeError, ValueError, AttributeError):
         health = {}                              # an unreadable record only restarts the grace periods
+    readings = read_clusters(settings.kubeconfigs, settings.timeout, settings.contexts)
+    return place_observed(fleet, previous or None, readings, now=now, accounting=accounting, counts=counts,
+                          health=health, settings=settings.failover)
+
+
+def observed_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, Any], accounting: str,
+                     counts: Mapping[str, Mapping[str, int]] | None, now: float
+                     ) -> tuple[dict[str, Any], list[CheckFailure]]:
+    """(placement, capacity and health outputs; failures) for one check()."""
+    from modelplane.observe.health import health_to_json
+    from modelplane.scheduler import PlacementFormatError
+
+    settings = observe_settings(block)
+    if isinstance(settings, CheckFailure):
+        return {}, [settings]
     try:
-        readings = read_clusters(kubeconfigs, timeout, contexts)
-        plan = place_observed(fleet, olds.get("placement") or None, readings, now=now, accounting=accounting,
-                              counts=counts, health=health, settings=settings)
+        plan = place_observed_with(fleet, olds, olds.get("placement") or None, settings, accounting, counts, now)
     except PlacementFormatError as exc:
-        return {}, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
-                                 "fix or remove it before placing again")]
+        return {}, [unreadable_placement(exc)]
     except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
-        return {}, [CheckFailure(OBSERVE_KEY, "observing the clusters failed unexpectedly "
-                                 f"({type(exc).__name__}: {outside_text(exc)}); this is a bug, please report it")]
+        return {}, [unexpected(OBSERVE_KEY, "observing the clusters", exc)]
     return {"placement": plan.placement, CAPACITY_KEY: plan.capacity.to_json(),
             HEALTH_KEY: health_to_json(plan.health)}, []
+
+
+def unreadable_placement(exc: Exception) -> CheckFailure:
+    """Placing from scratch would move healthy replicas: a previous placement that cannot be
+    read is a failure."""
+    return CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
+                        "fix or remove it before placing again")
+
+
+def unexpected(key: str, what: str, exc: Exception) -> CheckFailure:
+    """A failure naming what broke, never a traceback in a preview."""
+    from modelplane.redact import outside_text
+
+    return CheckFailure(key, f"{what} failed unexpectedly ({type(exc).__name__}: {outside_text(exc)}); this is a "
+                        "bug, please report it")

@@ -29,10 +29,13 @@ from pulumi.output import Unknown
 
 from modelplane.engine_json import digest
 from modelplane.engine_json import normalize_numbers as normalize_numbers  # one home; re-exported for tests
-from providers.observe import OBSERVE_KEY, OUTPUT_KEYS, observed_outputs
+from providers.autoscale import AUTOSCALE_KEY, AUTOSCALING_KEY, autoscaled_outputs
+from providers.observe import OBSERVE_KEY, OUTPUT_KEYS, observed_outputs, unreadable_placement
 
 # Inputs that decide the placement; any change to them may move nothing but is an update.
-DRIVING_KEYS = ("fleet", "accounting", "observed", OBSERVE_KEY)
+DRIVING_KEYS = ("fleet", "accounting", "observed", OBSERVE_KEY, AUTOSCALE_KEY)
+# What check() adds besides the placement, each compared by diff().
+STATE_KEYS = (*OUTPUT_KEYS, AUTOSCALING_KEY)
 # The outputs keep the fleet's digest, not a second copy of every manifest (the inputs
 # hold them once, for check() and the policies): state grows with what people read back.
 FLEET_DIGEST = "fleetDigest"
@@ -105,12 +108,14 @@ def compute_placement(olds: Mapping[str, Any], news: Mapping[str, Any], now: flo
         try:
             previous = FleetPlacement.from_json(old_placement)
         except ValueError as exc:
-            # Placing from scratch would move healthy replicas: refuse instead.
-            return None, [CheckFailure("placement", f"the previous placement in state is unreadable ({exc}); "
-                                       "fix or remove it before placing again")]
+            return None, [unreadable_placement(exc)]
     observed = news.get("observed") or None
     if observed is not None:
         observed = {c: {p: int(n) for p, n in pools.items()} for c, pools in observed.items()}
+    # `{}` (an autoscaled fleet with no stack config block) still runs the loop: the test is None.
+    if news.get(AUTOSCALE_KEY) is not None and fleet.autoscalers:
+        return autoscaled_outputs(fleet, olds or {}, news[AUTOSCALE_KEY], news.get(OBSERVE_KEY) or None, accounting,
+                                  observed, time.time() if now is None else now)
     if news.get(OBSERVE_KEY):
         return observed_outputs(fleet, olds or {}, news[OBSERVE_KEY], accounting, observed,
                                 time.time() if now is None else now)
@@ -147,7 +152,7 @@ class PlacementProvider(ResourceProvider):
         changed = bool(moves["added"] or moves["removed"])
         changed = changed or olds.get("placement") != new_placement
         changed = changed or olds.get(FLEET_DIGEST) != digest(news.get("fleet") or [])
-        changed = changed or any(olds.get(k) != news.get(k) for k in OUTPUT_KEYS)
+        changed = changed or any(olds.get(k) != news.get(k) for k in STATE_KEYS)
         changed = changed or any(olds.get(k) != news.get(k) for k in DRIVING_KEYS if k != "fleet")
         # Never a replace: the placement is data; moving a replica is the Kubernetes
         # objects' delete + create, not this resource's.
@@ -170,6 +175,7 @@ class FleetPlacementArgs:
     accounting: str                            # one of the scheduler's ACCOUNTING_MODES
     observed: Mapping[str, Mapping[str, int]] | None = None
     observe: Mapping[str, Any] | None = None   # providers.observe.observe_input(...): read the clusters
+    autoscale: Mapping[str, Any] | None = None  # the fleet has ReplicaAutoscalers (providers/autoscale.py)
 
 
 class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement"):
@@ -182,6 +188,7 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
     placement: pulumi.Output[dict[str, Any]]
     capacity: pulumi.Output[dict[str, Any]]         # with `observe` (providers/observe.py)
     health: pulumi.Output[dict[str, Any]]
+    autoscaling: pulumi.Output[dict[str, Any]]      # with `autoscale` (providers/autoscale.py)
 
     def __init__(self, name: str, args: FleetPlacementArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         props: dict[str, Any] = {"fleet": args.fleet_documents, "accounting": args.accounting,
@@ -191,4 +198,7 @@ class FleetPlacementResource(Resource, module="modelplane", name="FleetPlacement
         if args.observe:
             props[OBSERVE_KEY] = dict(args.observe)
             props.update({key: None for key in OUTPUT_KEYS})    # outputs check() fills
+        if args.autoscale is not None:      # `{}` is a block with every default
+            props[AUTOSCALE_KEY] = dict(args.autoscale)
+            props[AUTOSCALING_KEY] = None
         super().__init__(PlacementProvider(), name, props, opts)

@@ -9,7 +9,12 @@
 * `placement.py`: the decided counts placed by the fleet scheduler's public API, a
   refused scale-up reported as `ScalingLimited`.
 
-docs/autoscaling.md describes all of it, and what phase 2 adds.
+* `loop.py` / `state.py`: one pass of the loop (read, decide, place, drain what leaves) and
+  what it keeps between passes (the placement resource's `autoscaling` state);
+* `scraped.py` / `prometheus.py`: readings from the engines' /metrics read through each
+  cluster's API server (modelplane.observe.metrics) or from a Prometheus.
+
+docs/autoscaling.md describes all of it.
 """
 
 from .conditions import SCALING_LIMITED

@@ -19,7 +19,9 @@ SCALING_ACTIVE = "ScalingActive"
 # scheduler could not place every replica the autoscaler asked for (PLACEMENT_LIMITED).
 SCALING_LIMITED = "ScalingLimited"
 
-# AbleToScale reasons (HPA's).
+# AbleToScale reasons (HPA's): SucceededRescale when the count changed, else what the
+# stabilization did.
+SUCCEEDED_RESCALE = "SucceededRescale"
 READY_FOR_NEW_SCALE = "ReadyForNewScale"
 SCALE_UP_STABILIZED = "ScaleUpStabilized"
 SCALE_DOWN_STABILIZED = "ScaleDownStabilized"
@@ -53,5 +55,5 @@ __all__ = [
     "ABLE_TO_SCALE", "DESIRED_WITHIN_RANGE", "FAILED_GET_METRICS", "FALSE", "NO_CHANGE", "PLACEMENT_LIMITED",
     "READY_FOR_NEW_SCALE", "SCALE_DOWN_LIMIT", "SCALE_DOWN_SKIPPED", "SCALE_DOWN_STABILIZED", "SCALE_UP_LIMIT",
     "SCALE_UP_STABILIZED", "SCALED_DOWN", "SCALED_UP", "SCALING_ACTIVE", "SCALING_DISABLED", "SCALING_LIMITED",
-    "TOO_FEW_REPLICAS", "TOO_MANY_REPLICAS", "TRUE", "VALID_METRIC_FOUND", "condition",
+    "SUCCEEDED_RESCALE", "TOO_FEW_REPLICAS", "TOO_MANY_REPLICAS", "TRUE", "VALID_METRIC_FOUND", "condition",
 ]

@@ -17,8 +17,9 @@ Horizontal Pod Autoscaling page):
    Replicas that did not report are assumed at the target on a scale-down and at 0 on a
    scale-up; replicas not ready count as 0 on a scale-up; if that flips the direction or
    lands in the tolerance, the proposal is `current`.
-3. The largest proposal wins. No metric readable: no change. Some unreadable and the
-   rest say scale down: no change (missing metrics never scale down).
+3. The largest proposal wins. No metric readable: no change. Some unreadable, or some
+   ready replicas that did not report one, and the rest say scale down: no change (missing
+   metrics never scale down; HPA only dampens a scale-down by its missing pods).
 4. Stabilization: the result is kept between the lowest recommendation of the scale-up
    window and the highest of the scale-down window (defaults 0 s and 300 s).
 5. Step policies (Pods / Percent per periodSeconds, selectPolicy Max | Min | Disabled)
@@ -120,6 +121,8 @@ class MetricStatus:
     average: float | None = None
     proposal: int | None = None
     error: str | None = None
+    missing: int = 0            # ready replicas that did not report it (they hold a scale-down)
+    note: str | None = None     # why the first of them did not
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type, "target": self.target}
@@ -181,20 +184,26 @@ def decide(autoscaler: ReplicaAutoscaler, current: int, readings: Mapping[str, R
         return _hold(current, c.FAILED_GET_METRICS, f"no metric could be read, no change ({why})", statuses,
                      history)
     proposal, best = max(((s.proposal, s) for s in valid if s.proposal is not None), key=lambda p: p[0])
-    if invalid and proposal < current:
-        why = "; ".join(f"{s.type}: {s.error}" for s in invalid)
+    gaps = [s for s in valid if s.missing]
+    if (invalid or gaps) and proposal < current:
+        why = "; ".join([*(f"{s.type}: {s.error}" for s in invalid),
+                         *(f"{s.type}: {s.missing} ready replica(s) did not report it"
+                           + (f" ({s.note})" if s.note else "") for s in gaps)])
         return _hold(current, c.SCALE_DOWN_SKIPPED,
                      f"the readable metrics say {proposal} but some are unreadable ({why}): a missing metric "
                      "never scales down", statuses, history)
     stabilized, recommendations = _stabilize(history, current, proposal, now, up, down)
     desired, limit_reason, limit_message = _limit(current, stabilized, history, now, low, high, up, down)
-    able = c.READY_FOR_NEW_SCALE
+    stable = c.READY_FOR_NEW_SCALE
     if stabilized != proposal:
-        able = c.SCALE_UP_STABILIZED if proposal >= current else c.SCALE_DOWN_STABILIZED
+        stable = c.SCALE_UP_STABILIZED if proposal >= current else c.SCALE_DOWN_STABILIZED
     new_history = _record_event(History(recommendations, history.scale_up, history.scale_down), current, desired,
                                 now, up, down)
+    # HPA sets AbleToScale from the stabilization, then, when it rescales, SucceededRescale.
+    able, able_message = ((c.SUCCEEDED_RESCALE, f"the autoscaler set the replica count to {desired}")
+                          if desired != current else (stable, _ABLE_MESSAGES[stable]))
     conds = (
-        c.condition(c.ABLE_TO_SCALE, status=True, reason=able, message=_ABLE_MESSAGES[able]),
+        c.condition(c.ABLE_TO_SCALE, status=True, reason=able, message=able_message),
         c.condition(c.SCALING_ACTIVE, status=True, reason=c.VALID_METRIC_FOUND,
                     message=f"the replica count is computed from {best.type}"),
         c.condition(c.SCALING_LIMITED, status=limit_reason != c.DESIRED_WITHIN_RANGE, reason=limit_reason,
@@ -202,8 +211,8 @@ def decide(autoscaler: ReplicaAutoscaler, current: int, readings: Mapping[str, R
     )
     if limit_reason != c.DESIRED_WITHIN_RANGE:
         reason = limit_reason
-    elif able != c.READY_FOR_NEW_SCALE:
-        reason = able
+    elif stable != c.READY_FOR_NEW_SCALE:
+        reason = stable
     else:
         reason = c.SCALED_UP if desired > current else c.SCALED_DOWN if desired < current else c.NO_CHANGE
     return Decision(current, desired, proposal, reason, _summary(current, desired, proposal, best, statuses),
@@ -265,7 +274,8 @@ def _propose(type_: str, target: float, reading: Reading | None, current: int, u
     if reading.reporting == 0:
         return MetricStatus(type_, target, error="no ready replica reported it")
     average = reading.average
-    return MetricStatus(type_, target, average, _replicas(reading, total, goal, current, up, down))
+    return MetricStatus(type_, target, average, _replicas(reading, total, goal, current, up, down),
+                        missing=reading.missing, note=reading.note)
 
 
 def _replicas(reading: MetricReading, total: int, goal: int, current: int, up: Rules, down: Rules) -> int:

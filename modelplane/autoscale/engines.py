@@ -12,7 +12,8 @@ image and command name neither family is read with those.
 
 `replica_readings` is the pure half of the scraped source: given each replica's
 readiness and its engine pods' parsed /metrics, the reading per metric type the
-decision takes. Fetching them (through each cluster's pod proxy) is phase 2's.
+decision takes (fetched through each cluster's pod proxy by modelplane.observe.metrics, from a
+Prometheus, or from local engines: modelplane.autoscale.scraped).
 """
 
 from __future__ import annotations
@@ -144,6 +145,23 @@ def _buckets(pod: PodMetrics, series: Series) -> Buckets:
     return buckets_of(_family(pod, series).families[series.name], series.name)
 
 
+def replica_idle(deployment: ModelDeployment, replica: ReplicaMetrics | None) -> bool | None:
+    """Whether nothing runs or waits on any of the replica's engines (its engine's queue and
+    batch gauges all 0): a replica out of the routes has drained. None when that cannot be
+    known (no metrics, or an engine's could not be read)."""
+    if replica is None or not replica.pods:
+        return None
+    table = ENGINE_METRICS[engine_of(deployment)]
+    for pod in replica.pods:
+        for type_ in (QUEUE_DEPTH, REQUESTS_RUNNING):
+            try:
+                if _gauge(pod, table[type_]) != 0:
+                    return False
+            except ExpositionError:
+                return None
+    return True
+
+
 def replica_readings(autoscaler: ReplicaAutoscaler, engine: str, replicas: Sequence[ReplicaMetrics],
                      now: float) -> dict[str, Reading]:
     """HPA's per-pod grouping, per replica: a ready replica whose metric reads is
@@ -170,9 +188,10 @@ def replica_readings(autoscaler: ReplicaAutoscaler, engine: str, replicas: Seque
         if reporting == 0 and missing:
             out[metric.type] = Unreadable(f"no ready replica reported {series.name}: {errors[0]}")
         else:
-            out[metric.type] = MetricReading(total, reporting, missing, unready, observed_at=now)
+            out[metric.type] = MetricReading(total, reporting, missing, unready, observed_at=now,
+                                             note=errors[0] if errors else None)
     return out
 
 
 __all__ = ["DEFAULT_ENGINE", "ENGINE_METRICS", "SGLANG", "VLLM", "PodMetrics", "ReplicaMetrics", "Series",
-           "engine_of", "replica_readings", "replica_value"]
+           "engine_of", "replica_idle", "replica_readings", "replica_value"]

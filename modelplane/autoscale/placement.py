@@ -106,14 +106,19 @@ def place_decisions(fleet: Fleet, decisions: Mapping[Key, Decision], previous: F
     """The placement of `fleet` at the decided counts, and one outcome per autoscaler."""
     placement = place_fleet(scaled_fleet(fleet, {k: d.desired for k, d in decisions.items()}),
                             previous=previous, accounting=accounting, observed=observed)
-    outcomes = []
+    return placement, outcomes(fleet, decisions, placement)
+
+
+def outcomes(fleet: Fleet, decisions: Mapping[Key, Decision], placement: FleetPlacement) -> list[ScalingOutcome]:
+    """One outcome per autoscaler: its decision against what `placement` placed of it."""
+    out = []
     for scaler in sorted(fleet.autoscalers.values(), key=lambda a: a.target_key):
         decision = decisions.get(scaler.target_key)
         placed = placement.find(*scaler.target_key)
         if decision is None or placed is None:
             continue
-        outcomes.append(_outcome(scaler, decision, placed))
-    return placement, outcomes
+        out.append(_outcome(scaler, decision, placed))
+    return out
 
 
 def _outcome(scaler: ReplicaAutoscaler, decision: Decision, placed: DeploymentPlacement) -> ScalingOutcome:
@@ -151,4 +156,4 @@ def _unplaced_json(unplaced: Unplaced) -> dict[str, Any]:
     return out
 
 
-__all__ = ["ScalingOutcome", "current_replicas", "decide_fleet", "place_decisions", "scaled_fleet"]
+__all__ = ["ScalingOutcome", "current_replicas", "decide_fleet", "outcomes", "place_decisions", "scaled_fleet"]

@@ -6,9 +6,9 @@ many did, how many ready replicas did not (HPA's "missing" pods) and how many ar
 ready yet (HPA's "not yet ready" pods: starting, loading weights, or not placed). An
 `Unreadable` says why a whole metric has no value; it never scales down.
 
-`MetricsSource` is how readings arrive. Phase 1 has one source, the `plan --metrics` file
-(`FileMetricsSource`); the scraped source (each replica's engine pods through the
-cluster's pod proxy) and a Prometheus source plug in behind the same protocol.
+`MetricsSource` is how readings arrive: a metrics file (`FileMetricsSource`: `plan --metrics`,
+`reconcile --metrics`) or the engines' own /metrics, read through each cluster's pod proxy or
+from a Prometheus (`modelplane.autoscale.scraped.ScrapedMetricsSource`).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ class MetricReading:
     missing: int = 0
     unready: int = 0
     observed_at: float | None = None   # unix seconds; None: read now
+    note: str | None = None            # why the first missing replica did not report (never its content)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.total, (int, float)) and math.isfinite(self.total) and self.total >= 0):

@@ -1,7 +1,8 @@
 """`plan --metrics FILE`: what the autoscalers would do at these numbers, without a cluster.
 
 A first decision for every ReplicaAutoscaler (no history: stabilization applies from the
-second decision on, in phase 2's loop), placed by the scheduler at the decided counts.
+second decision on, in the loop: modelplane.autoscale.loop), placed by the scheduler at the
+decided counts.
 The plan's table gets an autoscaling section; `--json` gets a top-level `autoscaling`
 list, only when the fleet has an autoscaler, so a plan without one prints exactly what
 it printed before.

@@ -48,7 +48,49 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument("manifests", nargs="?", default=DEFAULT_DIR,
                    help=f"manifest file or directory (default {DEFAULT_DIR})")
     p.add_argument("-n", type=int, default=200, help="requests per service (default 200)")
+    auto = p.add_argument_group("a fleet with a ReplicaAutoscaler (docs/autoscaling.md): the loop runs against "
+                                "the local engines while clients drive load in steps (-n does not apply)")
+    auto.add_argument("--steps", type=_steps, default=DEFAULT_STEPS, metavar="N,N,...",
+                      help=f"clients sending at once in each load step (default {','.join(map(str, DEFAULT_STEPS))})")
+    auto.add_argument("--step-seconds", type=_duration("--step-seconds", MAX_STEP_S), default=DEFAULT_STEP_S,
+                      metavar="S", help=f"how long each step lasts (default {DEFAULT_STEP_S:g})")
+    auto.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL_S, metavar="DURATION",
+                      help="time between the loop's passes: 1s, 500ms (default 1s)")
     p.set_defaults(func=run)
+
+
+DEFAULT_STEPS = (1, 3, 6, 1)
+DEFAULT_STEP_S = 20.0
+DEFAULT_INTERVAL_S = 1.0
+MAX_STEPS = 100
+MAX_STEP_S = 3600.0
+MAX_STEP_CLIENTS = 64
+MAX_INTERVAL_S = 60.0
+
+
+def _steps(text: str) -> tuple[int, ...]:
+    try:
+        steps = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected client counts separated by commas, e.g. 1,3,6,1") from None
+    if not 1 <= len(steps) <= MAX_STEPS or not all(0 <= n <= MAX_STEP_CLIENTS for n in steps):
+        raise argparse.ArgumentTypeError(f"1..{MAX_STEPS} steps of 0..{MAX_STEP_CLIENTS} clients each")
+    return steps
+
+
+def _duration(flag: str, maximum: float) -> Any:
+    from modelplane.durations import duration_arg  # one parser for every duration
+
+    return duration_arg(flag, maximum)
+
+
+def _interval(text: str) -> float:
+    from modelplane.durations import DurationError, parse_duration
+
+    try:
+        return parse_duration(text, "--interval", maximum=MAX_INTERVAL_S)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _say(message: str) -> str:
@@ -120,13 +162,15 @@ def _run(args: argparse.Namespace) -> int:
     if not fleet.services:
         print(f"demo: {args.manifests} defines no ModelService, nothing to route", file=sys.stderr)
         return 2
-    placement = place_fleet(fleet)
-    print("\n".join(_placement_lines(placement)), flush=True)
     try:
         security = local_security(fleet)
     except RenderError as e:
         print(f"demo: {_say(str(e))}", file=sys.stderr)
         return 2
+    if fleet.autoscalers:
+        return _autoscaling(args, fleet, security)
+    placement = place_fleet(fleet)
+    print("\n".join(_placement_lines(placement)), flush=True)
 
     failed = 0
     with LocalFleet(security=security) as local:
@@ -152,6 +196,70 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{r.namespace}/{r.name}: as caller {caller}", flush=True)
             failed += res.failed
             print(format_result(res, _idle(r, endpoints)), flush=True)
+    print(STOPPED)
+    return 1 if failed else 0
+
+
+def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity) -> int:
+    """The loop (modelplane.gateway.scaling) every `--interval` while `--steps` clients per
+    service send requests, one step every `--step-seconds`; a line per step says how many
+    replicas serve each autoscaled deployment and where, and how many requests failed."""
+    import time
+
+    from modelplane.commands.split import Load
+    from modelplane.gateway.local import LocalFleet  # imported when the demo runs (see _run)
+    from modelplane.gateway.scaling import LocalScaler
+    from modelplane.scheduler import FleetPlacement
+
+    targets = sorted(a.target_key for a in fleet.autoscalers.values())
+    with LocalFleet(security=security) as local:
+        keys = _callers(local, fleet)
+        print("\n".join(_security_lines(local, keys)), flush=True)
+        scaler = LocalScaler(local, fleet)
+        first = scaler.start()
+        print("\n".join(_placement_lines(FleetPlacement.from_json(scaler.placement or {"deployments": []}))),
+              flush=True)
+        for scaler_ in sorted(fleet.autoscalers.values(), key=lambda a: a.target_key):
+            spec = scaler_.spec
+            print(f"autoscaling {scaler_.target_key[0]}/{scaler_.target_key[1]} (ReplicaAutoscaler "
+                  f"{scaler_.metadata.namespace}/{scaler_.name}): {spec.min_replicas}..{spec.max_replicas} replicas on "
+                  + ", ".join(f"{m.type} {m.target.average_value:g}" for m in spec.metrics), flush=True)
+        print(f"loop every {args.interval:g} s; load steps of {args.step_seconds:g} s: "
+              f"{', '.join(str(n) for n in args.steps)} client(s) per service", flush=True)
+        routed = sorted({(r.namespace, r.name) for r in scaler.routes() if r.backends})
+        loads = {}
+        for ns, name in routed:
+            caller = _caller_for(fleet, ns, name, keys)
+            loads[(ns, name)] = Load(local.service_url(ns, name), api_key=keys.get(caller or ""),
+                                     cafile=local.edge_cert.cert if local.edge_cert else None)
+        report = first
+        try:
+            for number, clients in enumerate(args.steps, 1):
+                marks = {k: len(load.served) for k, load in loads.items()}
+                for load in loads.values():
+                    load.set_clients(clients)
+                end = time.monotonic() + args.step_seconds
+                while time.monotonic() < end:
+                    began = time.monotonic()
+                    report = scaler.cycle()
+                    for line in report.lines():
+                        print(line, flush=True)
+                    time.sleep(max(0.0, min(end, began + args.interval) - time.monotonic()))
+                for key, load in loads.items():
+                    served = load.served[marks[key]:]
+                    bad = sum(1 for _, replica in served if replica is None)
+                    where = "; ".join(
+                        f"{ns}/{dep}: {report.counts.get((ns, dep), 0)} replica(s) ("
+                        + ", ".join(f"{c} {n}" for c, n in sorted(report.clusters.get((ns, dep), {}).items()))
+                        + ")" for ns, dep in targets)
+                    print(f"step {number}: {clients} client(s) on {key[0]}/{key[1]}: {where}; {len(served)} requests, "
+                          f"{bad} failed", flush=True)
+        finally:
+            results = {k: load.stop() for k, load in loads.items()}
+        for (ns, name), res in results.items():
+            print(f"{ns}/{name}: every step", flush=True)
+            print(format_result(res), flush=True)
+        failed = sum(res.failed for res in results.values())
     print(STOPPED)
     return 1 if failed else 0
 

@@ -26,6 +26,10 @@ def add_parser(subparsers: Any) -> None:
     p.add_argument("--interval", default="60s", help="time between cycle starts: 60s, 2m, 1h (default 60s)")
     p.add_argument("--cycles", type=int, default=None, metavar="N", help="stop after N cycles (default: run on)")
     p.add_argument("--cwd", default=str(PROJECT), help="the Pulumi project directory (default: this checkout)")
+    p.add_argument("--metrics", metavar="FILE", default=None,
+                   help='the ReplicaAutoscalers read their metrics from this file ({"<namespace>/<deployment>": '
+                        '{"<metric type>": <average per ready replica>}}, as `plan --metrics`), re-read every cycle, '
+                        "instead of the engines (docs/autoscaling.md)")
     p.set_defaults(func=run)
 
 
@@ -33,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     # The Automation API and the Pulumi SDK, which modelplane's core never imports: loaded
     # only when this command runs.
     from driver.reconcile import AutomationOps, ReconcileError, Reconciler, exclusive, lock_path, parse_interval
+    from modelplane.autoscale.loop import METRICS_FILE_ENV
 
     if args.cycles is not None and args.cycles < 1:
         print("error: --cycles must be at least 1", file=sys.stderr)
@@ -42,8 +47,14 @@ def run(args: argparse.Namespace) -> int:
         interval = parse_interval(args.interval)
         if not project.is_dir():
             raise ReconcileError(f"--cwd {args.cwd}: no such directory (the Pulumi project); it is not created")
+        env = {}
+        if args.metrics is not None:
+            metrics = Path(args.metrics).resolve()
+            if not metrics.is_file():
+                raise ReconcileError(f"--metrics {args.metrics}: no such file")
+            env[METRICS_FILE_ENV] = str(metrics)
         with exclusive(lock_path(project, args.stack), args.stack, root=project):
-            ops = AutomationOps(project, args.stack)
+            ops = AutomationOps(project, args.stack, env)
             loop = Reconciler(args.stack, ops, interval, sys.stdout)
 
             def stop(signum: int, _frame: FrameType | None) -> None:

@@ -39,6 +39,7 @@ UNIDENTIFIED = "(unidentified)"
 TIMEOUT = "Timeout"  # the error kind of a request that ran out of --timeout
 MAX_TIMEOUT = 24 * 3600.0
 MAX_NAME = 100  # longest replica or deployment name printed as a server sent it
+MAX_CLIENTS = 256  # split --concurrency
 _SERVED = re.compile(r"served by ([A-Za-z0-9._-]+)")
 _HASHED = re.compile(r"^(.+)-([0-9a-f]{5}|\d+)$")
 _HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")  # DNS names as httpx encodes them (IDNA)
@@ -151,6 +152,74 @@ def run_split(url: str, n: int = 200, model: str = "default", timeout: float = 1
         finally:
             res.seconds = time.perf_counter() - start
     return res
+
+
+class Load:
+    """Clients in parallel, each sending chat completions one after the other through `url`,
+    as many as `set_clients` asks for at a time: `split --concurrency` and the demo's load
+    steps. Every answer is recorded with its time (`served`: (time.time(), replica or None));
+    `result` counts them as `run_split` does."""
+
+    def __init__(self, url: str, *, model: str = "default", timeout: float = 10.0, api_key: str | None = None,
+                 verify: ssl.SSLContext | None = None, cafile: str | None = None, stream: bool = False) -> None:
+        self.url = url
+        self.result = SplitResult(url)
+        self.served: list[tuple[float, str | None]] = []
+        self._target = url.rstrip("/") + "/v1/chat/completions"
+        self._body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "who are you?"}],
+                                      **({"stream": True} if stream else {})}
+        self._timeout = timeout
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self._verify = verify if verify is not None else tls_context(cafile)
+        self._lock = threading.Lock()
+        self._workers: list[tuple[threading.Thread, threading.Event]] = []
+        self._started = time.perf_counter()
+        self._budget: int | None = None
+
+    def _work(self, stop: threading.Event) -> None:
+        limits = httpx.Limits(max_keepalive_connections=0)  # see _Deadline
+        with httpx.Client(timeout=self._timeout, limits=limits, headers=self._headers, verify=self._verify) as client:
+            while not stop.is_set():
+                with self._lock:
+                    if self._budget is not None:
+                        if self._budget <= 0:
+                            return
+                        self._budget -= 1
+                errors = SplitResult(self.url)
+                replica = _one(client, self._target, self._body, self._timeout, errors)
+                with self._lock:
+                    self.result.sequence.append(replica)
+                    self.result.errors.update(errors.errors)
+                    for rep, dep in errors.deployments.items():
+                        self.result.deployments.setdefault(rep, dep)
+                    self.served.append((time.time(), replica))
+
+    def set_clients(self, count: int) -> None:
+        """Start or stop clients until `count` run (a stopped one finishes its request first)."""
+        while len(self._workers) < count:
+            stop = threading.Event()
+            thread = threading.Thread(target=self._work, args=(stop,), daemon=True, name="split-client")
+            self._workers.append((thread, stop))
+            thread.start()
+        while len(self._workers) > count:
+            thread, stop = self._workers.pop()
+            stop.set()
+            thread.join(self._timeout + 1)
+
+    def run(self, n: int, clients: int) -> SplitResult:
+        """Exactly `n` requests over `clients` clients, then stop."""
+        self._budget = n
+        self.set_clients(clients)
+        for thread, _ in self._workers:
+            thread.join()
+        self._workers.clear()
+        self.result.seconds = time.perf_counter() - self._started
+        return self.result
+
+    def stop(self) -> SplitResult:
+        self.set_clients(0)
+        self.result.seconds = time.perf_counter() - self._started
+        return self.result
 
 
 def _one(client: httpx.Client, target: str, body: dict[str, Any], timeout: float, res: SplitResult) -> str | None:
@@ -281,6 +350,9 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument("url", help="service URL, e.g. http://127.0.0.1:8000/ml-team/chat")
     p.add_argument("-n", type=int, default=200, help="number of requests (default 200)")
     p.add_argument("--model", default="default", help="model name sent in the request body")
+    p.add_argument("--concurrency", "-c", type=int, default=1, metavar="N",
+                   help="clients sending at once, each one request after the other (default 1: the exact "
+                        "sequential split)")
     p.add_argument("--timeout", type=seconds, default=10.0,
                    help="seconds each whole request may take, body included (default 10)")
     p.add_argument("--api-key", metavar="SOURCE", default=None,
@@ -295,6 +367,9 @@ def add_parser(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.n < 1:
         print("split: -n must be at least 1", file=sys.stderr)
+        return 2
+    if not 1 <= args.concurrency <= MAX_CLIENTS:
+        print(f"split: --concurrency must be 1..{MAX_CLIENTS}", file=sys.stderr)
         return 2
     problem = url_problem(args.url)
     if problem:
@@ -313,7 +388,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         with terminate_on_signals():
-            res = run_split(args.url, args.n, args.model, args.timeout, api_key=key, verify=verify)
+            if args.concurrency == 1:
+                res = run_split(args.url, args.n, args.model, args.timeout, api_key=key, verify=verify)
+            else:
+                res = Load(args.url, model=args.model, timeout=args.timeout, api_key=key,
+                           verify=verify).run(args.n, args.concurrency)
     except Terminated as t:
         print(f"split: interrupted by {t.name}", file=sys.stderr)
         return 128 + t.signum

@@ -1,9 +1,16 @@
 """From a fleet and its placement to routes: the pure glue the cluster plan
 (modelplane.plan, for the Pulumi program and `render`) and the local demo use
-(manifests -> endpoints -> per-service weighted backends)."""
+(manifests -> endpoints -> per-service weighted backends).
+
+Replicas leaving (scale-in: `leaving_routes`) get no new request, but keep answering the
+ones already sent to them: the control plane stops routing to them at once; a workload
+gateway keeps a leaving replica only while it has no other replica of that service, so a
+request the control plane sent before it reloaded still finds a backend there, whichever
+gateway reloads first. The same rule for the Pulumi stacks (modelplane.plan) and the local
+fleet."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -58,6 +65,39 @@ def fleet_routes(fleet: Fleet, endpoints: list[Endpoint],
         backends = compute_weights(route_entries(svc), endpoints, namespace=ns)
         routes.append(ServiceRoute(ns, name, tuple(backends)))
     return routes
+
+
+Key = tuple[str, str]   # (namespace, replica name): Endpoint.key
+
+
+def leaving_routes(fleet: Fleet, endpoints: list[Endpoint], leaving: Collection[Key],
+                   reachable_clusters: Iterable[str] | None = None) -> tuple[list[ServiceRoute], list[ServiceRoute]]:
+    """(the control plane's routes, the workload gateways' routes) while the replicas in
+    `leaving` drain: no share for them at the control plane; at a workload gateway, a
+    leaving replica stays where it is the cluster's last backend of the service."""
+    reachable = list(reachable_clusters) if reachable_clusters is not None else None
+    going = set(leaving)
+    serving = fleet_routes(fleet, [replace(ep, ready=False) if ep.key in going else ep for ep in endpoints], reachable)
+    if not going:
+        return serving, serving
+    routed = fleet_routes(fleet, endpoints, reachable)
+    return serving, workload_routes(routed, serving, going)
+
+
+def workload_routes(routed: Sequence[ServiceRoute], serving: Sequence[ServiceRoute],
+                    leaving: Collection[Key]) -> list[ServiceRoute]:
+    """`serving` (the routes without the leaving replicas), plus each leaving backend of
+    `routed` (the routes with them) on a cluster left without any other backend of its
+    service: the workload gateways' routes while replicas drain."""
+    before = {(r.namespace, r.name): r for r in routed}
+    out = []
+    for route in serving:
+        kept = {b.endpoint.cluster for b in route.backends}
+        old = before.get((route.namespace, route.name))
+        extra = [b for b in (old.backends if old is not None else ())
+                 if b.endpoint.key in leaving and b.endpoint.cluster not in kept]
+        out.append(replace(route, backends=(*route.backends, *extra)) if extra else route)
+    return out
 
 
 def route_weights(route: ServiceRoute) -> list[dict[str, Any]]:

@@ -218,6 +218,14 @@ class LocalFleet:
             eng.wait_ready()
         return [ep if ep.external else replace(ep, url=self.engines[ep.name].url) for ep in endpoints]
 
+    def stop_engine(self, name: str, grace: float = 30.0) -> None:
+        """Stop one engine the way a pod is stopped: SIGTERM (it refuses new connections and
+        finishes what is in flight: modelplane.mock_engine), SIGKILL after `grace` seconds."""
+        eng = self.engines.pop(name)
+        with shielded():
+            eng.stop(grace)
+            self._procs.remove(eng)
+
     # -- gateways ---------------------------------------------------------------
     def _secret(self, namespace: str, cred: Credential) -> str:
         try:
@@ -266,14 +274,18 @@ class LocalFleet:
         ]
         return self.apply_routes(routes, endpoints)
 
-    def apply_routes(self, routes: Sequence[ServiceRoute], endpoints: Sequence[Endpoint]) -> list[ServiceRoute]:
-        """(Re)configure every gateway for these routes; starts missing gateways."""
+    def apply_routes(self, routes: Sequence[ServiceRoute], endpoints: Sequence[Endpoint],
+                     workload_routes: Sequence[ServiceRoute] | None = None) -> list[ServiceRoute]:
+        """(Re)configure every gateway for these routes; starts missing gateways.
+        `workload_routes`: what the workload gateways serve when it differs from the
+        control plane's routes (replicas leaving: modelplane.gateway.fleet.leaving_routes)."""
         routes = list(routes)
+        local = list(workload_routes) if workload_routes is not None else routes
         clusters = sorted({ep.cluster for ep in endpoints if ep.cluster} | set(self.workload))
         externals = external_endpoints(routes)
         self._start_gateways(clusters, externals)
         # Workload gateways first: the control plane's health checks probe them.
-        pending = [(self.workload[c], self.workload[c].write(workload_config(c, routes, self.tuning, self._hop(c))))
+        pending = [(self.workload[c], self.workload[c].write(workload_config(c, local, self.tuning, self._hop(c))))
                    for c in clusters if c not in self.offline]
         for gw, marker in pending:
             gw.wait_loaded(marker)

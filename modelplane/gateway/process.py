@@ -260,6 +260,8 @@ class Engine(Managed):
 
 class Traefik(Managed):
     """One Traefik with its own dynamic directory; `apply()` swaps the config and waits.
+    `throttle`: how long Traefik waits after applying a changed file before the next (100ms
+    here; None: Traefik's default, 2s, as the deployed gateways run).
 
     `sockets` (entry point name -> listening socket) are used as they are and stay the
     caller's (LocalFleet keeps the control plane's across restarts); every other entry
@@ -271,7 +273,8 @@ class Traefik(Managed):
     INTERNAL = "traefik"
 
     def __init__(self, name: str, work_dir: Path, sockets: Mapping[str, socket.socket] | None = None,
-                 *, api: bool = False, group: ProcessGroup | None = None, plugins: bool = False) -> None:
+                 *, api: bool = False, group: ProcessGroup | None = None, plugins: bool = False,
+                 throttle: str | None = "100ms") -> None:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_dir))
         self.dynamic_dir = self.dir / "dynamic"
         self.dynamic_dir.mkdir()
@@ -285,7 +288,7 @@ class Traefik(Managed):
             self.generation = 0
             extra = {ep: f"127.0.0.1:{port_of(s)}" for ep, s in all_sockets.items() if ep not in ("web", self.INTERNAL)}
             static = static_config(f"127.0.0.1:{self.port}", str(self.dynamic_dir), extra,
-                                   api_address=f"127.0.0.1:{self.internal_port}", throttle="100ms", api=api,
+                                   api_address=f"127.0.0.1:{self.internal_port}", throttle=throttle, api=api,
                                    plugins=plugins)
             if plugins:
                 # Traefik reads local plugins from ./plugins-local of its working directory.

@@ -140,9 +140,12 @@ class KubeClient:
 
     def request(self, method: str, path: str, body: JsonObject | None = None,
                 params: Mapping[str, str] | None = None, timeout: float | None = None, *,
-                deadline: float | None = None) -> Answer:
+                deadline: float | None = None, limit: int | None = None,
+                headers: Mapping[str, str] | None = None) -> Answer:
         """One request; its whole answer read before `deadline` (time.monotonic()), or within
-        `timeout` (default: the client's)."""
+        `timeout` (default: the client's), and at most `limit` bytes after decompression
+        (default and ceiling: MAX_ANSWER_BYTES). `headers` add to or replace the client's
+        (`Accept: text/plain` for a pod's /metrics through the API server's proxy)."""
         if deadline is None:
             deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         what = f"{method} {self._outside(path, 120)} on {self.server}"
@@ -151,10 +154,11 @@ class KubeClient:
             self._raise(NoAnswer, f"the API server at {self.server} did not answer {method} "
                                   f"{self._outside(path, 120)} in time")
         try:
-            request = self.http.build_request(method, path, json=body, params=params, timeout=httpx2.Timeout(left))
+            request = self.http.build_request(method, path, json=body, params=params, timeout=httpx2.Timeout(left),
+                                              headers=dict(headers) if headers else None)
             response = self.http.send(request, stream=True)
             try:
-                content = self._body(response, what, deadline)
+                content = self._body(response, what, deadline, limit)
             finally:
                 response.close()
         except httpx2.TimeoutException:
@@ -169,7 +173,7 @@ class KubeClient:
                                   f"{self._outside(path, 120)}: {text}")
         return Answer(response.status_code, content, what)
 
-    def _body(self, response: httpx2.Response, what: str, deadline: float) -> bytearray:
+    def _body(self, response: httpx2.Response, what: str, deadline: float, bound: int | None = None) -> bytearray:
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding in ("", "identity"):
             inflate = None
@@ -180,8 +184,9 @@ class KubeClient:
         else:
             self._raise(BadAnswer, f"{what}: the answer is encoded as {self._outside(encoding, 40)!r}, which was "
                                    "not asked for")
-        limit = min(MAX_ANSWER_BYTES, MAX_CLUSTER_READ_BYTES - self.spent)
-        too_large = (f"{what}: the answer is larger than {limit} bytes" if limit == MAX_ANSWER_BYTES else
+        answer = min(MAX_ANSWER_BYTES, bound if bound is not None else MAX_ANSWER_BYTES)
+        limit = min(answer, MAX_CLUSTER_READ_BYTES - self.spent)
+        too_large = (f"{what}: the answer is larger than {limit} bytes" if limit == answer else
                      f"{what}: the answers of this cluster together exceed {MAX_CLUSTER_READ_BYTES} bytes")
         out = bytearray()
         try:

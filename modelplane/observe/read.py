@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from modelplane.kube import BadAnswer, ConfigError, JsonObject, KubeClient, NoAnswer
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
@@ -74,6 +74,7 @@ class NotRead:
 
 
 Reading = ClusterRead | Unreachable | NotRead
+R = TypeVar("R")
 
 
 def _reason(text: object) -> str:
@@ -84,22 +85,33 @@ def read_cluster(cluster: str, kubeconfig: Path | str, timeout: float = DEFAULT_
                  context: str | None = None, cancel: threading.Event | None = None) -> Reading:
     """Every list the observer needs from one cluster, within `timeout` seconds in all."""
     deadline = time.monotonic() + timeout
+
+    def lists(kube: KubeClient) -> ClusterRead:
+        found: dict[str, list[JsonObject]] = {}
+        for name, (path, selector, shape) in LISTS.items():
+            found[name] = kube.list_all(path, {"labelSelector": selector} if selector else None, deadline, shape)
+        return ClusterRead(cluster, **found)
+
+    return with_cluster(cluster, kubeconfig, timeout, context, cancel, lists)
+
+
+def with_cluster(cluster: str, kubeconfig: Path | str, timeout: float, context: str | None,
+                 cancel: threading.Event | None, read: Callable[[KubeClient], R]) -> R | Unreachable | NotRead:
+    """`read(client)` on a client for the cluster's kubeconfig, its failures sorted into the
+    observer's kinds: no answer (in time) is Unreachable; an unusable kubeconfig or answer NotRead."""
     try:
         client = KubeClient.from_kubeconfig(kubeconfig, context, timeout=timeout, cancel=cancel)
     except ConfigError as exc:
         return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
     try:
         with client as kube:
-            lists: dict[str, list[JsonObject]] = {}
-            for name, (path, selector, shape) in LISTS.items():
-                lists[name] = kube.list_all(path, {"labelSelector": selector} if selector else None, deadline, shape)
+            return read(kube)
     except NoAnswer as exc:
         return Unreachable(cluster, _reason(exc))
     except BadAnswer as exc:
         return NotRead(cluster, _reason(f"answer unusable: {exc}"))
     except ConfigError as exc:
         return NotRead(cluster, _reason(f"kubeconfig unusable: {exc}"))
-    return ClusterRead(cluster, **lists)
 
 
 def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAULT_READ_TIMEOUT_S,
@@ -108,14 +120,23 @@ def read_clusters(kubeconfigs: Mapping[str, Path | str], timeout: float = DEFAUL
     seconds whatever the clusters do. A reader still busy past it is abandoned (a daemon thread;
     the cluster is reported unreachable) and told to stop: it closes its connection at the next
     chunk it receives, so nothing keeps downloading behind a later read (verify --wait)."""
-    results: dict[str, Reading] = {}
+    return concurrently(kubeconfigs, timeout, lambda name, path, cancel: read_cluster(
+        name, path, timeout, (contexts or {}).get(name), cancel))
+
+
+def concurrently(kubeconfigs: Mapping[str, Path | str], timeout: float,
+                 read: Callable[[str, Path | str, threading.Event], R]) -> dict[str, R | NotRead | Unreachable]:
+    """`read(cluster, kubeconfig, cancel)` for every cluster at once, one daemon thread each,
+    sorted by cluster: within about `timeout` seconds; a reader still busy then is told to stop
+    (`cancel`) and its cluster is Unreachable; one that raises is NotRead with why."""
+    results: dict[str, R | NotRead | Unreachable] = {}
     lock = threading.Lock()
     cancel = threading.Event()
 
     def run(name: str, path: Path | str) -> None:
-        reading: Reading
+        reading: R | NotRead | Unreachable
         try:
-            reading = read_cluster(name, path, timeout, (contexts or {}).get(name), cancel)
+            reading = read(name, path, cancel)
         except Exception as exc:  # noqa: BLE001 - a reader thread must report, never die silently
             reading = NotRead(name, _reason(f"reading failed: {type(exc).__name__}: {exc}"))
         with lock:

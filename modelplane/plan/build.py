@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelplane.api import Fleet, InferenceCluster, ModelCache
+from modelplane.autoscale.state import Draining, with_leaving
 from modelplane.gateway.config import ServiceRoute
-from modelplane.gateway.fleet import fleet_routes, placement_endpoints
+from modelplane.gateway.fleet import fleet_routes, leaving_routes, placement_endpoints
 from modelplane.render import RenderError, render_cache, render_replica
 from modelplane.render.cache import cache_matches, hugging_face
 from modelplane.render.gateway import (
@@ -137,6 +138,15 @@ def fleet_routes_for(fleet: Fleet, placement: FleetPlacement) -> tuple[ServiceRo
     """Every ModelService with its weighted backends; each replica reached at its serving Service."""
     endpoints = placement_endpoints(fleet, placement, lambda ns, replica, _cluster: serving_url(ns, replica))
     return tuple(fleet_routes(fleet, endpoints))
+
+
+def leaving_routes_for(fleet: Fleet, applied: FleetPlacement, leaving: Sequence[Draining]
+                       ) -> tuple[tuple[ServiceRoute, ...], tuple[ServiceRoute, ...]]:
+    """(the control plane's routes, the workload gateways') while the `leaving` replicas of
+    `applied` drain (modelplane.gateway.fleet.leaving_routes)."""
+    endpoints = placement_endpoints(fleet, applied, lambda ns, replica, _cluster: serving_url(ns, replica))
+    serving, local = leaving_routes(fleet, endpoints, {d.key for d in leaving})
+    return tuple(serving), tuple(local)
 
 
 Placed = tuple[str, str, PlacedReplica]   # (namespace, deployment, replica) on one cluster
@@ -259,11 +269,19 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
 
 
 def plan_fleet(fleet: Fleet, placement: FleetPlacement, control: ControlPlane = ControlPlane(),
-               egress: EgressMode = "reference") -> FleetPlan:
-    """Every workload cluster's plan and the control plane's, for one placement."""
-    routes = fleet_routes_for(fleet, placement)
-    facts = cluster_facts(fleet, placement, routes)
-    placed = placed_by_cluster(placement)
+               egress: EgressMode = "reference", *, leaving: Sequence[Draining] = ()) -> FleetPlan:
+    """Every workload cluster's plan and the control plane's, for one placement. `leaving`:
+    replicas a scale-in took out of the placement that still drain (modelplane.autoscale):
+    their objects stay on their clusters; the control plane routes nothing to them, and their
+    workload gateway only where it has no other replica of the service."""
+    if leaving:
+        applied = with_leaving(placement, leaving)
+        routes, local = leaving_routes_for(fleet, applied, leaving)
+    else:
+        applied, routes = placement, fleet_routes_for(fleet, placement)
+        local = routes
+    facts = cluster_facts(fleet, applied, local)
+    placed = placed_by_cluster(applied)
     clusters = {name: plan_with_facts(fleet, name, placed.get(name, []), facts[name]) for name in facts}
     return FleetPlan(placement=placement, clusters=clusters, routes=routes,
                      control=plan_control(fleet, control, egress))

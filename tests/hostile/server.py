@@ -18,6 +18,8 @@ Modes that answer (the rest of the path is the API path asked):
   fuzz              whatever `fuzz[path]` holds (the property tests set it per example)
   podmessage        honest, with one pod of ours whose scheduling message is 2 MB of text holding
                     escapes and a forged `OK: all 4 placed` line
+  metrics-<mode>    the pod list honest (`objects["metrics-<mode>"].pods`), every other path (a pod's
+                    /metrics through the proxy) answered as <mode> (`metrics-fuzz`: `fuzz[path]`)
 Every loop is bounded in time and ends when the client goes away; the servers stop with the fixture.
 """
 
@@ -260,6 +262,11 @@ class HostileServer:
             h.end_headers()
         elif mode == "fuzz":
             self._send(h, 200, self.fuzz.get(path, self._list([])))
+        elif mode.startswith("metrics-"):
+            if path == PODS:
+                self._honest(h, mode, path)
+            else:
+                self._answer(h, mode.removeprefix("metrics-"), path)
         elif mode.startswith("wrong-"):
             self._wrong(h, mode, mode.removeprefix("wrong-"), path)
         else:

@@ -147,3 +147,47 @@ def test_invalid_observe_settings_are_a_check_failure(clusters: Clusters) -> Non
     bad = {**news(), "observe": {"kubeconfigs": {"a": "/k/a"}, "timeoutSeconds": 0}}
     _, failures = compute_placement({}, bad, 1.0)
     assert [f.property for f in failures] == ["observe"] and "timeoutSeconds" in failures[0].reason
+
+
+# What a hand-edited or corrupted state hands check() as olds (JSON's 1e999 reads as inf).
+HOSTILE_PLACEMENTS = {
+    "budget-maxDevices-inf": ({"deployments": [], "budgets": [{"name": "b", "maxDevices": float("inf")}]},
+                              "$.budgets[0].maxDevices: expected an integer, got a number"),
+    "spread-groups-inf": ({"deployments": [{"namespace": "default", "name": "chat", "replicas": [
+        {"name": "chat-1", "index": 0, "cluster": "a", "engines": {"main": {"pool": "gpu"}}}],
+        "placementPolicy": {"spread": [{"topologyKey": "region", "groups": {"us": float("inf")}}]}}]},
+        "$.deployments[0].placementPolicy.spread[0].groups.us: expected an integer, got a number"),
+    "index-70-digits": ({"deployments": [{"namespace": "default", "name": "chat", "replicas": [
+        {"name": "chat-1", "index": 10**70, "cluster": "a", "engines": {"main": {"pool": "gpu"}}}]}]},
+        "$.deployments[0].replicas[0].index: expected a whole number from 0 to 10000"),
+    "deployments-a-string": ({"deployments": "nope"}, "$.deployments"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_PLACEMENTS))
+def test_a_hostile_previous_placement_in_the_state_fails_the_check_naming_the_field(
+        clusters: Clusters, name: str) -> None:
+    """The state's `placement` is `--previous` for check(): numbers out of range (OverflowError
+    from plan and render once) fail the check on `placement` with the field's path, never a
+    traceback; nothing is placed from scratch over it (that would move healthy replicas)."""
+    placement, words = HOSTILE_PLACEMENTS[name]
+    outputs, failures = compute_placement({"placement": placement}, news(), 1.0)
+    assert not outputs and [f.property for f in failures] == ["placement"], failures
+    assert words in failures[0].reason and "Traceback" not in failures[0].reason
+
+
+@pytest.mark.parametrize("health", [
+    ["a"], "Unreachable", {"a": {"condition": "Unreachable", "since": float("inf"), "reason": ""}},
+    {"a": {"condition": "Unreachable", "since": 1e300, "reason": ""}},
+    {"a": {"condition": "Unreachable", "since": -1e17, "reason": ""}},
+], ids=["list", "string", "since-inf", "since-1e300", "since-negative"])
+def test_an_unreadable_health_record_restarts_the_grace_periods_and_moves_nothing(
+        clusters: Clusters, health: Any) -> None:
+    """`health` as a list or string, or `since` infinite, far future or far past: the check
+    places (the record only restarts the grace clocks) and no replica leaves a cluster that
+    answers, where `since: -1e17` once read as "down for ever" would have moved them all."""
+    first = check({}, now=1000)
+    clusters.apply(first)
+    again = check({**as_engine_state(first), "health": health}, now=1010)
+    assert where(again) == where(first)
+    assert again["health"] == {} or all(h["condition"] != "Unreachable" for h in again["health"].values())

@@ -25,6 +25,7 @@ class FakeStack:
         self.cycle = 0
         self.loop: Reconciler | None = None
         self.stop_in_up = False
+        self.counts: list[Mapping[str, int]] = []
 
     def refresh(self) -> str | None:
         self.cycle += 1
@@ -46,6 +47,10 @@ class FakeStack:
 
     def verification(self) -> str | None:
         return "all 2 placed replica(s) run where the plan put them"
+
+    def autoscaling(self) -> Mapping[str, int]:
+        """The counts the last `up` left (counts[0]: before the first cycle)."""
+        return self.counts[min(self.cycle, len(self.counts) - 1)] if self.counts else {}
 
     def cancel(self) -> None:
         self.calls.append("cancel")
@@ -132,3 +137,24 @@ def test_one_loop_per_stack(tmp_path: Path) -> None:
             pass
     with exclusive(lock, "sim"):        # released when the first loop ended
         pass
+
+
+def test_a_cycle_that_changes_an_autoscaled_count_says_so() -> None:
+    stack = FakeStack([{"same": 8, "update": 1}] * 3)
+    stack.counts = [{"ml-team/chat": 1}, {"ml-team/chat": 3}, {"ml-team/chat": 3}, {"ml-team/chat": 1}]
+    r, out = loop(stack)
+    assert r.run(3) == 0
+    lines = out.getvalue().splitlines()
+    assert "; autoscaled: ml-team/chat 1 -> 3; verify: " in lines[0]    # against what the last up left
+    assert "autoscaled" not in lines[1]
+    assert "; autoscaled: ml-team/chat 3 -> 1; verify: " in lines[2]
+
+
+def test_reconcile_metrics_must_be_a_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "modelplane", "reconcile", "--stack", "x", "--metrics",
+                           str(tmp_path / "missing.json"), "--cwd", str(tmp_path)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "--metrics" in done.stderr and "no such file" in done.stderr

@@ -194,7 +194,8 @@ def test_replicas_group_as_hpa_groups_pods() -> None:
                 ReplicaMetrics(True, [PodMetrics(error="connection refused")]),   # missing
                 ReplicaMetrics(False, [])]                                 # not ready
     readings = replica_readings(scaler(metric("QueueDepth", 4)), VLLM, replicas, now=5.0)
-    assert readings == {"QueueDepth": MetricReading(6.0, 2, missing=1, unready=1, observed_at=5.0)}
+    assert readings == {"QueueDepth": MetricReading(6.0, 2, missing=1, unready=1, observed_at=5.0,
+                                                   note="connection refused")}
 
 
 def test_a_metric_no_ready_replica_reports_is_unreadable_with_the_first_reason() -> None:

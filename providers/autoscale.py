@@ -1,0 +1,182 @@
+"""The placement provider's side of autoscaling (docs/autoscaling.md, "Where the decision lives").
+
+With an `autoscale` input (a fleet that has a ReplicaAutoscaler; components/autoscale.py makes
+it from stack config `modelplane:autoscale`):
+
+    {"metricsFile": "/abs/metrics.json"            # or: the engines' own /metrics ...
+     "prometheus": {"eu-west": {"service": "monitoring/prometheus:9090"}},   # ... or a Prometheus
+     "timeoutSeconds": 5, "ttftWindowSeconds": 2, "prometheusWindow": "2m",
+     "drainSeconds": 120, "drainGraceSeconds": 600}
+
+check() runs one pass of the loop (modelplane.autoscale.loop.scale_fleet): it reads the
+metrics (the file; else, for every cluster with a kubeconfig in the `observe` input, each Ready
+serving pod's /metrics through the API server's pod proxy, or the cluster's Prometheus), decides
+every autoscaler from the count and history kept in this resource's state, places the decided
+counts (with observed capacity and failover when the clusters are observed), and adds one output
+next to `placement`: `autoscaling`, the state the next check reads (modelplane.autoscale.state).
+A replica a scale-in removed stays in `autoscaling.draining`, its objects applied and out of
+the routes, until it has been out for `drainSeconds` and its engines report nothing in flight
+(or `drainGraceSeconds` passed; with a metrics file nothing in flight can be known, so
+`drainSeconds` alone); the `up` after that deletes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pulumi.dynamic import CheckFailure
+
+AUTOSCALE_KEY = "autoscale"          # the input
+AUTOSCALING_KEY = "autoscaling"      # the output: the loop's state
+AUTOSCALE_KEYS = ("metricsFile", "prometheus", "timeoutSeconds", "ttftWindowSeconds", "prometheusWindow",
+                  "drainSeconds", "drainGraceSeconds")
+MAX_TTFT_WINDOW_S = 60.0
+DEFAULT_TTFT_WINDOW_S = 2.0
+DEFAULT_DRAIN_GRACE_S = 600.0
+_PROM_WINDOW = re.compile(r"[1-9][0-9]{0,5}(s|m|h)")
+
+
+def check_block(block: Mapping[str, Any]) -> dict[str, Any]:
+    """The `autoscale` input, each value checked (ValueError naming the key)."""
+    from modelplane.autoscale.loop import DEFAULT_DRAIN_SECONDS, MAX_DRAIN_SECONDS
+    from modelplane.durations import MAX_READ_TIMEOUT_S, seconds
+    from modelplane.observe import DEFAULT_READ_TIMEOUT_S
+    from modelplane.observe.metrics import Prometheus
+
+    if not isinstance(block, Mapping) or set(block) - set(AUTOSCALE_KEYS):
+        raise ValueError(f"expected a block of {', '.join(AUTOSCALE_KEYS)}")
+    file = block.get("metricsFile")
+    if file is not None and (not isinstance(file, str) or not file):
+        raise ValueError("metricsFile: expected a path")
+    proms = block.get("prometheus") or {}
+    if not isinstance(proms, Mapping):
+        raise ValueError("prometheus: expected {cluster: {service: namespace/name:port} or {url: ...}}")
+    prometheus = {}
+    for cluster, target in proms.items():
+        if not isinstance(target, Mapping) or set(target) - {"service", "url"}:
+            raise ValueError(f"prometheus.{cluster}: expected {{service: namespace/name:port}} or {{url: ...}}")
+        try:
+            prometheus[str(cluster)] = Prometheus(service=target.get("service"), url=target.get("url"))
+        except ValueError as exc:
+            raise ValueError(f"prometheus.{cluster}: {exc}") from None
+    window = str(block.get("prometheusWindow", "2m"))
+    if not _PROM_WINDOW.fullmatch(window):
+        raise ValueError("prometheusWindow: expected a Prometheus duration such as 2m, 90s or 1h")
+    drain = seconds(block.get("drainSeconds", DEFAULT_DRAIN_SECONDS), "autoscale.drainSeconds",
+                    maximum=MAX_DRAIN_SECONDS, allow_zero=True)
+    return {
+        "metricsFile": file, "prometheus": prometheus, "prometheusWindow": window,
+        "timeout": seconds(block.get("timeoutSeconds", DEFAULT_READ_TIMEOUT_S), "autoscale.timeoutSeconds",
+                           maximum=MAX_READ_TIMEOUT_S),
+        "ttftWindow": seconds(block.get("ttftWindowSeconds", DEFAULT_TTFT_WINDOW_S), "autoscale.ttftWindowSeconds",
+                              maximum=MAX_TTFT_WINDOW_S, allow_zero=True),
+        "drain": drain,
+        "drainGrace": max(drain, seconds(block.get("drainGraceSeconds", DEFAULT_DRAIN_GRACE_S),
+                                         "autoscale.drainGraceSeconds", maximum=MAX_DRAIN_SECONDS, allow_zero=True)),
+    }
+
+
+class _NoSource:
+    """No metrics file and no cluster to read: every metric unreadable, saying why."""
+
+    def read(self, autoscaler: Any, current: int, now: float) -> dict[str, Any]:  # noqa: ARG002 - the protocol's
+        from modelplane.autoscale import Unreadable
+
+        return {m.type: Unreadable("no metrics source: no cluster has a kubeconfig to read (stack config clusters."
+                                   "<name>.kubeconfigPath, or the sim) and no autoscale.metricsFile is set")
+                for m in autoscaler.spec.metrics}
+
+
+def autoscaled_outputs(fleet: Any, olds: Mapping[str, Any], block: Mapping[str, Any],
+                       observe: Mapping[str, Any] | None, accounting: str,
+                       counts: Mapping[str, Mapping[str, int]] | None, now: float
+                       ) -> tuple[dict[str, Any], list[CheckFailure]]:
+    """(placement, autoscaling and, when observed, capacity and health outputs; failures)."""
+    # Deferred, like compute_placement's: importing the provider module stays cheap.
+    from modelplane.autoscale import FileMetricsSource, MetricsSource
+    from modelplane.autoscale.engines import replica_idle
+    from modelplane.autoscale.loop import scale_fleet
+    from modelplane.autoscale.prometheus import queries_for, with_bodies
+    from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
+    from modelplane.autoscale.state import Draining, ScalingState, StateFormatError
+    from modelplane.commands.inputs import read_metrics as read_metrics_file
+    from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
+    from modelplane.observe.health import health_to_json
+    from modelplane.observe.metrics import ClusterMetrics, read_metrics
+    from modelplane.redact import outside_text
+    from modelplane.scheduler import FleetPlacement, PlacementFormatError, place_fleet
+    from providers.observe import observe_settings, place_observed_with, unexpected, unreadable_placement
+
+    try:
+        settings = check_block(block)
+    except (TypeError, ValueError) as exc:
+        return {}, [CheckFailure(AUTOSCALE_KEY, f"invalid autoscale settings: {outside_text(exc)}")]
+    try:
+        state = ScalingState.from_json(olds.get(AUTOSCALING_KEY))
+    except StateFormatError as exc:
+        # Starting over would delete the replicas still draining at once: refuse instead.
+        return {}, [CheckFailure(AUTOSCALING_KEY, f"the autoscaling state is unreadable ({exc}); fix or remove it "
+                                 "before scaling again")]
+    previous = olds.get("placement") or None
+    try:
+        before = FleetPlacement.from_json(previous) if previous else None
+    except PlacementFormatError as exc:
+        return {}, [unreadable_placement(exc)]
+    observed = observe_settings(observe) if observe else None
+    if isinstance(observed, CheckFailure):
+        return {}, [observed]
+    source: MetricsSource
+    idle: dict[str, bool | None] = {}
+    try:
+        if settings["metricsFile"]:
+            values = read_metrics_file(settings["metricsFile"])
+            file_source = FileMetricsSource(values, f"metrics file {settings['metricsFile']}")
+            file_source.check_against(fleet.autoscalers)
+            source = file_source
+        elif observed is not None and observed.kubeconfigs:
+            queries = queries_for(fleet, settings["prometheusWindow"]) if settings["prometheus"] else []
+            uses_ttft = any(m.type == "TimeToFirstToken" for a in fleet.autoscalers.values() for m in a.spec.metrics)
+            readings = read_metrics(observed.kubeconfigs, {a.target_key for a in fleet.autoscalers.values()},
+                                    settings["timeout"], observed.contexts,
+                                    window=settings["ttftWindow"] if uses_ttft else 0.0,
+                                    prometheus=settings["prometheus"], queries=[q.promql for q in queries])
+            readings = {c: with_bodies(r, queries) if isinstance(r, ClusterMetrics) and c in settings["prometheus"]
+                        else r for c, r in readings.items()}
+            running = state.with_draining(before) if before is not None else None
+            replicas, failed = from_pods(running, readings)
+            source = ScrapedMetricsSource(fleet, before, replicas, failed)
+            idle = {d.replica.name: replica_idle(fleet.deployments[(d.namespace, d.deployment)], replicas.get(
+                d.replica.name)) if (d.namespace, d.deployment) in fleet.deployments else None for d in state.draining}
+        else:
+            source = _NoSource()
+    except ValueError as exc:
+        return {}, [CheckFailure(AUTOSCALE_KEY, outside_text(exc, limit=400))]
+
+    def drained(d: Draining) -> bool:
+        out_for = now - d.since
+        if out_for >= settings["drainGrace"]:
+            return True
+        # Nothing known in flight (a metrics file, no pod left): the drain time alone.
+        return out_for >= settings["drain"] and idle.get(d.replica.name) is not False
+
+    extra: dict[str, Any] = {}
+
+    def place(scaled: Any, prev: dict[str, Any] | None) -> dict[str, Any]:
+        if observed is None:
+            return place_fleet(scaled, FleetPlacement.from_json(prev) if prev else None, accounting,
+                               {c: dict(p) for c, p in counts.items()} if counts else None).to_json()
+        plan = place_observed_with(scaled, olds, prev, observed, accounting, counts, now)
+        extra.update({CAPACITY_KEY: plan.capacity.to_json(), HEALTH_KEY: health_to_json(plan.health)})
+        placed: dict[str, Any] = plan.placement
+        return placed
+
+    try:
+        cycle = scale_fleet(fleet, state, source, now, previous, place, drained)
+    except PlacementFormatError as exc:
+        return {}, [unreadable_placement(exc)]
+    except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
+        return {}, [unexpected(AUTOSCALE_KEY, "autoscaling", exc)]
+    return {"placement": cycle.placement, AUTOSCALING_KEY: cycle.state.to_json(), **extra}, []
+
