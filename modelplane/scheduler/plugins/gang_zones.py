@@ -179,15 +179,19 @@ def shortfall(ledger: Ledger | Trial, cluster: ClusterView, demand: GangDemand, 
     what = "a copy" if demand.copies == 1 else f"each of its {demand.copies} copies"
     frees = {z: _free(_look(ledger, (cluster.name, pool_name, z))) for z in view.zones}
     if accounting == "Node":
-        need, cap, unit = f"{nodes} node{'s' if nodes != 1 else ''}", zone_nodes, "nodes"
+        need, cap, unit = _count(nodes, "node"), zone_nodes, "node"
     else:
         devices = sum(pods * sum(per_pod) for pods, per_pod in usages)
-        need, cap, unit = f"{devices} devices on {nodes} node{'s' if nodes != 1 else ''}", zone_nodes * sum(per_node), \
-            "devices"
+        need = f"{_count(devices, 'device')} on {_count(nodes, 'node')}"
+        cap, unit = zone_nodes * sum(per_node), "device"
     each = ", ".join(f"{z}: {max(0, f)} of {cap}" for z, f in frees.items())
+    most = max(0, max(frees.values()))
     return Reason(ZONE_SHORTFALL, PLUGIN, f"engine {demand.engine}: {what} needs {need} in one zone of pool "
-                                          f"{pool_name}; its zones have at most {max(0, max(frees.values()))} "
-                                          f"{unit} free ({each})")
+                                          f"{pool_name}; its zones have at most {_count(most, unit)} free ({each})")
+
+
+def _count(n: int, unit: str) -> str:
+    return f"{n} {unit}" if n == 1 else f"{n} {unit}s"
 
 
 def _tightest(ledger: Ledger | Trial, cluster: str, demand: GangDemand) -> tuple[str, tuple[Usage, ...]]:
