@@ -188,8 +188,10 @@ class Assessor:
         """`_plan(...).nodes` against the final ledger, memoized by what it depends on."""
         states = self._states.get(cluster.name)
         if states is None:
+            # the zones' layout too: the pool signature does not hold it, and growth depends on it
             states = self._states[cluster.name] = tuple(
-                _fingerprint(self.ledger.state(key)) for key in _keys(cluster))
+                _fingerprint(self.ledger.state(key)) for key in _keys(cluster)) + tuple(
+                (len(p.zones), p.zone_nodes is None) for p in cluster.pools if p.zoned)
         key = (st.engines_id, cluster.sig_id, states)
         hit = self._plans.get(key, MISSING)
         if hit is MISSING:

@@ -11,14 +11,19 @@ of such a pool (ledger.PoolKey (cluster, pool, zone)), which only gang copies ch
   and the ledger stage drops kept gangs a zone cannot hold, as it does on an overdrawn pool.
   A gang whose pools share no zone is not kept (NoCommonZone).
 * reserve: device fit has just chosen the pools. All copies of an engine go to one zone when one
-  holds them (the renderers then pin that zone), else copy by copy; the zone tried first is the
-  best fit (the least room that holds it), or on pools no zone of which is capped (GKE total
-  limits) the least used. When no zone holds a copy: ZoneShortfall, naming the pool, its zones
-  and what each has free. Nothing to undo on a refusal: the fill reserves on a trial of the
-  ledger whenever two hooks may refuse, and discards it.
+  holds them, else copy by copy; the zone tried first is the best fit (the least room that holds
+  it), or on pools no zone of which is capped (GKE total limits) the least used. The zones are
+  recorded in the placement (EnginePlacement.zones); the renderers keep each copy's pods in one
+  zone by pod affinity, whichever it is. When no zone holds a copy: ZoneShortfall, naming the
+  pool, its zones and what each has free. Nothing to undo on a refusal: the fill reserves on a
+  trial of the ledger whenever two hooks may refuse, and discards it.
+* refuses_already / explain: like device fit, a cluster whose zones refused a demand refuses it
+  for the rest of the pass (fill only charges zones), so deployments alike do not try it again;
+  the words are worked out once per (cluster, charges so far, engines), when read.
 
 Gang zones judge the pools device fit chose (the first with room, in published order): a later
-pool of the same cluster whose zones would hold the gang is not tried.
+pool of the same cluster whose zones would hold the gang is not tried, in this fill or, once
+refused, in a later deployment's with the same demand.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Keeping,
 from modelplane.scheduler.ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage
 from modelplane.scheduler.ledger_stage import add_zones
 from modelplane.scheduler.matching import Matcher, MemberMatch
-from modelplane.scheduler.reasons import NO_COMMON_ZONE, ZONE_SHORTFALL, Reason
+from modelplane.scheduler.placement import place_replica
+from modelplane.scheduler.reasons import NO_COMMON_ZONE, REJECTED, ZONE_SHORTFALL, Deferred, Reason, Refusal
 from modelplane.scheduler.shape import ClusterView, DeploymentShape, EngineShape
 from modelplane.scheduler.types import EnginePlacement
 
@@ -204,6 +210,9 @@ def _tightest(ledger: Ledger | Trial, cluster: str, demand: GangDemand) -> tuple
 
 
 KEPT = Key[Ledger]("gang-zones.kept")
+DEMANDS = Key[dict[tuple[object, ...], "list[GangDemand] | Reason"]]("gang-zones.demands")
+# why a cluster's zones refused an engines' replica, by (cluster, charges so far, engines)
+WHY = Key[dict[tuple[str, int, int], Reason]]("gang-zones.why")
 
 
 class GangZones(Binding):
@@ -211,7 +220,10 @@ class GangZones(Binding):
 
     def __init__(self, cycle: Cycle, st: DeploymentState) -> None:
         self.cycle, self.st = cycle, st
-        self._demands: dict[tuple[str, tuple[object, ...]], list[GangDemand] | Reason] = {}
+        self.refuses_key = st.engines_id
+        # per pool signature of a cluster: the cycle's clusters whose zones refused this demand
+        self._refusing: dict[int, set[str]] = {}
+        self._demands = cycle.get(DEMANDS) or cycle.put(DEMANDS, {})
         self._placed: dict[tuple[int, tuple[str, ...]], tuple[EnginePlacement, EnginePlacement]] = {}
 
     @classmethod
@@ -221,10 +233,12 @@ class GangZones(Binding):
         return cls(cycle, st)
 
     def _gangs(self, cluster: ClusterView, engines: Mapping[str, EnginePlacement]) -> list[GangDemand] | Reason:
-        key = (cluster.name, tuple((e, p.member_pools or p.pool) for e, p in engines.items()))
-        hit = self._demands.get(key)
+        """The gangs of a replica placed as `engines`, shared by every deployment of these engines."""
+        key = (self.st.engines_id, cluster.name, tuple((e, p.member_pools or p.pool) for e, p in engines.items()))
+        memo = self._demands
+        hit = memo.get(key)
         if hit is None:
-            hit = self._demands[key] = gang_demands(self.cycle.matcher, self.st.shape, cluster, engines)
+            hit = memo[key] = gang_demands(self.cycle.matcher, self.st.shape, cluster, engines)
         return hit
 
     def _with_zones(self, placed: EnginePlacement, zones: tuple[str, ...]) -> EnginePlacement:
@@ -250,20 +264,58 @@ class GangZones(Binding):
                 kept.charges += [((pool, zone), list(usages)) for pool, usages in demand.charges]
         return None
 
-    def reserve(self, r: Reservation) -> Reason | None:
+    def _refused(self, cluster: ClusterView) -> set[str]:
+        hit = self._refusing.get(cluster.sig_id)
+        if hit is None:
+            hit = self._refusing[cluster.sig_id] = self.cycle.refusing((PLUGIN, self.cycle.demand(self.st, cluster)))
+        return hit
+
+    def refuses_already(self, cluster: ClusterView) -> bool:
+        return cluster.name in self._refused(cluster)
+
+    def reserve(self, r: Reservation) -> Refusal | None:
         assert r.engines is not None, "device-fit places the engines before their zones are chosen"
-        demands = self._gangs(r.cluster, r.engines)
+        refused = self._refused(r.cluster)
+        if r.cluster.name in refused:
+            return Deferred(lambda: self.explain(r.cluster))
+        why = self._zones(r.ledger, r.cluster, r.engines)
+        if why is not None:
+            refused.add(r.cluster.name)
+            memo = self.cycle.get(WHY) or self.cycle.put(WHY, {})
+            memo[(r.cluster.name, self.cycle.charged.get(r.cluster.name, 0), self.st.engines_id)] = why
+        return why
+
+    def _zones(self, ledger: Ledger | Trial, cluster: ClusterView, engines: dict[str, EnginePlacement]
+               ) -> Reason | None:
+        """Choose and charge the zones of every gang of a replica placed as `engines`, or why not
+        (nothing charged then, when there are two gangs)."""
+        demands = self._gangs(cluster, engines)
         if isinstance(demands, Reason):
             return demands
-        ledger: Ledger | Trial = r.ledger if len(demands) < 2 else Trial(r.ledger)
+        on: Ledger | Trial = ledger if len(demands) < 2 else Trial(ledger)
         for demand in demands:
-            zones = assign_zones(ledger, r.cluster.name, demand)
+            zones = assign_zones(on, cluster.name, demand)
             if zones is None:
-                return shortfall(ledger, r.cluster, demand, self.cycle.accounting)
-            r.engines[demand.engine] = self._with_zones(r.engines[demand.engine], zones)
-        if isinstance(ledger, Trial) and ledger is not r.ledger:
-            ledger.commit()
+                return shortfall(on, cluster, demand, self.cycle.accounting)
+            engines[demand.engine] = self._with_zones(engines[demand.engine], zones)
+        if isinstance(on, Trial) and on is not ledger:
+            on.commit()
         return None
+
+    def explain(self, cluster: ClusterView) -> Reason:
+        """Why the cluster's zones refuse one more replica now, once per (cluster, charges so
+        far, engines): tried on a throwaway trial, device fit's engines first."""
+        cycle = self.cycle
+        memo = cycle.get(WHY) or cycle.put(WHY, {})
+        key = (cluster.name, cycle.charged.get(cluster.name, 0), self.st.engines_id)
+        hit = memo.get(key)
+        if hit is None:
+            trial = Trial(cycle.ledger)
+            engines, why = place_replica(cycle.options(self.st, cluster), cluster.name, trial)
+            if engines is not None:
+                why = self._zones(trial, cluster, dict(engines))
+            hit = memo[key] = why or Reason(REJECTED, self.name, "rejected")
+        return hit
 
 
 ZONED = Key[bool]("gang-zones.zoned")
