@@ -33,11 +33,13 @@ def pool_zones(cluster: InferenceCluster, pool: NodePool) -> list[str]:
     return []
 
 
-def nodes_per_zone(cluster: InferenceCluster, pool: NodePool, nodes: int) -> int | None:
+def nodes_per_zone(cluster: InferenceCluster, pool: NodePool, nodes: int,
+                   zones: list[str] | tuple[str, ...] | None = None) -> int | None:
     """The nodes each zone of the pool is sure to hold when the pool has `nodes` nodes, or None
     when no zone is capped below the whole pool (one zone or none known, or a GKE pool with
-    total autoscaling limits)."""
-    zones = pool_zones(cluster, pool)
+    total autoscaling limits). `zones`: the pool's, when the caller has them already."""
+    if zones is None:
+        zones = pool_zones(cluster, pool)
     if len(zones) < 2:
         return None
     if cluster.source == "GKE" and pool.max_node_count:

@@ -317,7 +317,7 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
                 nodes = _nonneg(value) if p.name in seen else declared_nodes(p)
             zones = tuple(pool_zones(ic, p))
             pools.append(PoolView(p.name, cls, nodes, p.fabric.domain or None, free, zones,
-                                  nodes_per_zone(ic, p, nodes) if len(zones) > 1 else None))
+                                  nodes_per_zone(ic, p, nodes, zones) if len(zones) > 1 else None))
         taints = tuple(Taint(t.key, t.value or "", t.effect) for t in ic.spec.taints)
         labels = dict(ic.metadata.labels)
         signature = tuple((p.name, p.cls.name, p.domain) for p in pools)
