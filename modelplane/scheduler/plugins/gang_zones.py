@@ -233,8 +233,10 @@ class GangZones(Binding):
         return cls(cycle, st)
 
     def _gangs(self, cluster: ClusterView, engines: Mapping[str, EnginePlacement]) -> list[GangDemand] | Reason:
-        """The gangs of a replica placed as `engines`, shared by every deployment of these engines."""
-        key = (self.st.engines_id, cluster.name, tuple((e, p.member_pools or p.pool) for e, p in engines.items()))
+        """The gangs of a replica placed as `engines`, shared by every deployment of these engines
+        and every cluster of the same pools and zones (a GangDemand names no cluster)."""
+        key = (self.st.engines_id, cluster.sig_id, _zone_layout(self.cycle, cluster),
+               tuple((e, p.member_pools or p.pool) for e, p in engines.items()))
         memo = self._demands
         hit = memo.get(key)
         if hit is None:
@@ -319,6 +321,17 @@ class GangZones(Binding):
 
 
 ZONED = Key[bool]("gang-zones.zoned")
+LAYOUTS = Key[dict[str, tuple[object, ...]]]("gang-zones.layouts")
+
+
+def _zone_layout(cycle: Cycle, cluster: ClusterView) -> tuple[object, ...]:
+    """What a gang demand depends on besides the pools' signature: their zones, and whether
+    each caps them."""
+    memo = cycle.get(LAYOUTS) or cycle.put(LAYOUTS, {})
+    hit = memo.get(cluster.name)
+    if hit is None:
+        hit = memo[cluster.name] = tuple((p.zones, p.zone_nodes is None) for p in cluster.pools)
+    return hit
 
 
 def _zoned(cycle: Cycle) -> bool:
