@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from math import gcd
 
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_class import DeviceKind, InferenceClass
@@ -53,7 +54,7 @@ from modelplane.clouds.nodes import (
 )
 from modelplane.clouds.nvidia import GPU_TAINT
 from modelplane.drivers import NVIDIA_GPU, published_attributes, published_capacity
-from modelplane.vocabulary import LABEL_POOL
+from modelplane.vocabulary import ATTRIBUTE_PCIE_ROOT, DRANET_DRIVER, LABEL_POOL
 
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 PROVISIONED = ("EKS", "GKE")
@@ -293,19 +294,41 @@ def cluster_nodes(fleet: Fleet, cluster: InferenceCluster) -> list[NodeShape]:
 
 # ------------------------------------------------------------------------------------------- DRA devices
 
-def published_devices(cls: InferenceClass, device: DeviceKind, node: str) -> list[dict[str, object]]:
+def published_devices(cls: InferenceClass, device: DeviceKind, node: str,
+                      roots: list[str] | None = None) -> list[dict[str, object]]:
     """The ResourceSlice devices (resource.k8s.io/v1 shape) a node of this class publishes for one
     device kind: one device per GPU, named `gpu-<i>` as the drivers name them (`<kind>-<i>` when the
     class has several kinds), with the attributes and capacity its driver publishes
     (modelplane.drivers: what the real driver would publish for the identified product, whatever
-    the class declares; a driver it does not model, the class's own attributes and capacity)."""
+    the class declares; a driver it does not model, the class's own attributes and capacity).
+    `roots`: each device's PCIe root, where the node's topology pairs kinds (pcie_roots)."""
     out: list[dict[str, object]] = []
     for i in range(device.count):
         serial = _digest(node, device.name, str(i), size=32)
+        attributes = published_attributes(cls, device, i, serial)
+        if roots:
+            attributes[ATTRIBUTE_PCIE_ROOT] = {"string": roots[i]}
         out.append({"name": f"gpu-{i}" if len(cls.spec.devices) == 1 else f"{device.name}-{i}",
-                    "attributes": published_attributes(cls, device, i, serial),
+                    "attributes": attributes,
                     "capacity": published_capacity(cls, device)})
     return out
+
+
+def pcie_roots(cls: InferenceClass) -> dict[str, list[str]]:
+    """Device kind -> the PCIe root of each of its devices on one node, for a class whose GPUs
+    pair with DRANET EFAs (one DRA GPU kind, one `dra.net` kind: what render/claims.py pairs under
+    `matchAttribute: resource.kubernetes.io/pcieRoot`); empty for any other class. Both drivers
+    publish that attribute (the NVIDIA DRA driver from sysfs, DRANET per interface), and on the
+    instances that carry DRANET EFAs each GPU shares a PCIe switch with its share of the EFAs
+    (p5en: 8 GPUs, 16 EFAs, two per GPU). So `gcd(gpus, efas)` roots, each kind's devices dealt
+    over them in order: the topology a pairing claim needs to be allocated at all."""
+    dra = [d for d in cls.spec.devices if d.claim == "DRA"]
+    efa = [d for d in dra if d.driver == DRANET_DRIVER]
+    gpus = [d for d in dra if d.driver != DRANET_DRIVER]
+    if len(efa) != 1 or len(gpus) != 1 or not efa[0].count or not gpus[0].count:
+        return {}
+    roots = gcd(gpus[0].count, efa[0].count)
+    return {d.name: [f"pci0000:{i * roots // d.count:02x}" for i in range(d.count)] for d in (gpus[0], efa[0])}
 
 
 def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeShape]) -> list[dict[str, object]]:
@@ -317,9 +340,11 @@ def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeSha
         if cls is None:
             continue
         by_driver: dict[str, list[dict[str, object]]] = {}
+        roots = pcie_roots(cls)
         for device in cls.spec.devices:
             if device.claim == "DRA":
-                by_driver.setdefault(device.driver, []).extend(published_devices(cls, device, node.name))
+                by_driver.setdefault(device.driver, []).extend(
+                    published_devices(cls, device, node.name, roots.get(device.name, [])))
         for driver, devices in sorted(by_driver.items()):
             slices.append({
                 "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",

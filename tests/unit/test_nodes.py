@@ -261,3 +261,45 @@ def test_example_driver_slices_and_classes() -> None:
     assert device_classes(fleet, cluster) == [{
         "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
         "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.example.com'"}}]}}]
+
+
+def _devices(*kinds: str) -> str:
+    return "\n".join(f"  - {k}" for k in kinds)
+
+
+@pytest.mark.parametrize("devices, roots", [
+    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+                          "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 16}"),
+                 {"gpu": [f"pci0000:{i:02x}" for i in range(8)],
+                  "efa": [f"pci0000:{i // 2:02x}" for i in range(16)]}, id="p5en-8-gpus-16-efas"),
+    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+                          "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 4}"),
+                 {"gpu": [f"pci0000:{i // 2:02x}" for i in range(8)],
+                  "efa": [f"pci0000:{i:02x}" for i in range(4)]}, id="two-gpus-share-an-efa"),
+    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}"),
+                 {}, id="no-dranet-efa"),
+    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+                          "{name: gpu2, driver: gpu.example.com, deviceClassName: gpu.example.com, count: 8}",
+                          "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 16}"),
+                 {}, id="two-gpu-kinds-pair-with-nothing"),
+])
+def test_gpus_and_dranet_efas_share_pcie_roots_as_the_pairing_claims_need(devices: str, roots) -> None:
+    """render/claims.py pairs each GPU request with its share of EFAs under `matchAttribute:
+    resource.kubernetes.io/pcieRoot`; the allocator refuses a device without the attribute, so
+    the sim's nodes publish it on both kinds with each GPU's EFAs under its root."""
+    from modelplane.nodes import pcie_roots
+
+    cls = load_manifest_text(f"""
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceClass
+metadata: {{name: c}}
+spec:
+  devices:
+{devices}
+""").classes["c"]
+    assert pcie_roots(cls) == roots
+    for kind, want in roots.items():
+        device = next(d for d in cls.spec.devices if d.name == kind)
+        got = [d["attributes"]["resource.kubernetes.io/pcieRoot"]["string"]
+               for d in published_devices(cls, device, "n1", want)]
+        assert got == want
