@@ -26,7 +26,6 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     secrets,
     gateway_exposure,
     variables,
-    gang_zones,
 )
 from modelplane.api import Fleet
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet

@@ -29,7 +29,8 @@ sizes and cluster outages. One pass, one cycle state (scheduler.cycle): compile
 The plugins, in registry order (each one file in scheduler/plugins/): selectors and
 cache-staging (candidate filters), outages and taints (filters; taints also evict on
 keep), tiers (filter, score), spread (admit, score, reserve), device-fit (keep, reserve:
-the engines on the pools' capacity), budgets (reserve), spread-before-pack (the base
+the engines on the pools' capacity), gang-zones (keep, reserve: a gang copy's nodes from one
+zone of its pools), budgets (reserve), spread-before-pack (the base
 score: fewest replicas of the deployment, then name; its lazy heap serves the fill when
 it is the only score).
 

@@ -39,7 +39,7 @@ from typing import ClassVar, Generic, Self, TypeVar, cast
 from modelplane.api import Fleet
 
 from .conditions import Condition
-from .ledger import Ledger, ObservedCapacity, Trial, Usage
+from .ledger import ChargeKey, Ledger, ObservedCapacity, Trial, Usage
 from .matching import Matcher
 from .placement import EngineOptions, demand_key, engine_options
 from .policy import NO_POLICY, DeploymentPolicy
@@ -50,7 +50,8 @@ from .types import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedR
 
 T = TypeVar("T")
 Ident = tuple[str, int]                       # (cluster, index): a replica's identity
-Charges = list[tuple[str, list[Usage]]]        # (pool, usages) a kept replica charges on its cluster
+# (pool, usages) a kept replica charges on its cluster; ((pool, zone), usages) for a gang's zone
+Charges = list[tuple[ChargeKey, list[Usage]]]
 
 
 class Key(Generic[T]):

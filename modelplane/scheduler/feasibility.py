@@ -10,7 +10,10 @@ enhancement #193):
   taint, a spread constraint or the cluster preference tiers.
 
 Which clusters a policy refused is read from the codes of the fill's reasons
-(`Unplaced.reasons`), never from their words. Replicas are assessed in order against one
+(`Unplaced.reasons`), never from their words. A gang whose pools share no zone
+(NoCommonZone) never fits that cluster; a zone shortfall (ZoneShortfall) is answered like a
+pool's: nodes added to a pool spread evenly over its zones (modelplane.clouds.zones), so the
+scale-up is what brings one zone to hold the copy. Replicas are assessed in order against one
 hypothetical ledger, so the second unplaced replica's scale-up counts the first's (and a
 replica that fits on nodes added for an earlier one fits after that scale-up too).
 Scale-ups are simulated on copies of the final ledger; nothing here changes the placement.
@@ -28,8 +31,10 @@ from .budget import BudgetBook, book
 from .cycle import Cycle, DeploymentState
 from .ledger import DevicePool, Ledger, NodePool, ObservedCapacity, PoolState, Trial, Usage
 from .placement import EngineOptions, member_usage, no_pool_reason, place_engine
+from .plugins.gang_zones import PLUGIN as GANG_ZONES
+from .plugins.gang_zones import GangDemand, assign_zones, gang_demands
 from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility
-from .reasons import CLUSTER_UNAVAILABLE, NOT_IN_ANY_TIER, SPREAD_CONSTRAINT, UNTOLERATED_TAINT, Reason
+from .reasons import CLUSTER_UNAVAILABLE, NO_COMMON_ZONE, NOT_IN_ANY_TIER, SPREAD_CONSTRAINT, UNTOLERATED_TAINT, Reason
 from .shape import ClusterView, PoolView
 from .types import EnginePlacement, Unplaced
 
@@ -104,6 +109,9 @@ class Assessor:
         feasible: list[ClusterView] = []
         for cluster in candidates:
             cannot = _never(cycle.options(st, cluster))
+            refusal = reasons.get(cluster.name)
+            if cannot is None and isinstance(refusal, Reason) and refusal.code == NO_COMMON_ZONE:
+                cannot = refusal
             if cannot is None:
                 feasible.append(cluster)
             else:
@@ -144,7 +152,7 @@ class Assessor:
                 continue
             nodes, name = heap[0]
             cluster = cycle.clusters[name]
-            plan = plans.get(name) or self._plan(st, cluster, hypo)
+            plan = plans.get(name) or self._plan(st, cluster, hypo, grown.get(name, {}))
             assert plan is not None and plan.nodes == nodes
             costs = self.book.costs(budgets, shape, cluster, plan.engines)
             over = next((b for b, c in costs.items() if c and c > left[b]), None)
@@ -167,7 +175,7 @@ class Assessor:
             for budget, cost in costs.items():
                 left[budget] -= cost
             plan.trial.commit()                    # the next replica sees this one placed
-            fresh = self._plan(st, cluster, hypo)
+            fresh = self._plan(st, cluster, hypo, grown.get(name, {}))
             if fresh is None:
                 heapq.heappop(heap)
             else:
@@ -180,31 +188,43 @@ class Assessor:
         """`_plan(...).nodes` against the final ledger, memoized by what it depends on."""
         states = self._states.get(cluster.name)
         if states is None:
+            # the zones' layout too: the pool signature does not hold it, and growth depends on it
             states = self._states[cluster.name] = tuple(
-                _fingerprint(self.ledger.state((cluster.name, p.name))) for p in cluster.pools)
+                _fingerprint(self.ledger.state(key)) for key in _keys(cluster)) + tuple(
+                (len(p.zones), p.zone_nodes is None) for p in cluster.pools if p.zoned)
         key = (st.engines_id, cluster.sig_id, states)
         hit = self._plans.get(key, MISSING)
         if hit is MISSING:
             plan = self._plan(st, cluster, Trial(self.ledger))
             hit = self._plans[key] = plan.nodes if plan is not None else None
         return hit
-    def _plan(self, st: DeploymentState, cluster: ClusterView, hypo: Trial) -> ScaleUp | None:
+    def _plan(self, st: DeploymentState, cluster: ClusterView, hypo: Trial,
+              before: Mapping[str, int] | None = None) -> ScaleUp | None:
         """The fewest nodes to add to `cluster`'s pools for one more replica, engine by
-        engine against a trial of `hypo`; None if it cannot fit at any size."""
+        engine against a trial of `hypo` (to whose pools earlier plans added `before`), then
+        zones for its gangs; None if it cannot fit at any size."""
         trial = Trial(hypo)
         unit = "nodes" if self.ledger.accounting == "Node" else "devices"
         pools: dict[str, int] = {}
+        grown = Growth(cluster, before or {}, pools)
         engines: dict[str, EnginePlacement] = {}
         for opts in self.cycle.options(st, cluster):
             placed, _ = place_engine(opts, cluster.name, trial, unit)
             if placed is None:
-                placed = self._grow(opts, cluster, trial, pools, unit)
+                placed = self._grow(opts, cluster, trial, grown, unit)
             if placed is None:
                 return None
             engines[opts.engine.name] = placed
+        if any(b.name == GANG_ZONES for b in st.bindings):
+            gangs = gang_demands(self.cycle.matcher, st.shape, cluster, engines)
+            if isinstance(gangs, Reason):
+                return None
+            for demand in gangs:
+                if not _zones_after_growth(demand, trial, grown):
+                    return None
         return ScaleUp(sum(pools.values()), pools, engines, trial)
 
-    def _grow(self, opts: EngineOptions, cluster: ClusterView, trial: Trial, pools: dict[str, int],
+    def _grow(self, opts: EngineOptions, cluster: ClusterView, trial: Trial, grown: Growth,
               unit: str) -> EnginePlacement | None:
         """Add the fewest nodes that let the engine place: one host pool, or for an engine
         that only fits across a fabric group, each member's first matching pool."""
@@ -226,15 +246,12 @@ class Assessor:
             for extra in range(0, 1 + sum(m.pod_count for m in opts.engine.members)):
                 sub = Trial(trial)
                 for pool_name, n in need.items():
-                    key = (cluster.name, pool_name)
-                    view = cluster.pool(pool_name)
-                    assert view is not None
-                    sub.put(key, _grown(sub.state(key), n + extra, _per_node(view)))
+                    grown.add(sub, pool_name, n + extra, commit=False)
                 placed, _ = place_engine(opts, cluster.name, sub, unit)
                 if placed is not None:
                     sub.commit()
                     for pool_name, n in need.items():
-                        pools[pool_name] = pools.get(pool_name, 0) + n + extra
+                        grown.pools[pool_name] = grown.pools.get(pool_name, 0) + n + extra
                     return placed
         return None
 
@@ -282,6 +299,68 @@ def _sizing(basis: int, target: int, size: PoolSize | None) -> str:
 
 def _per_node(pool: PoolView) -> tuple[int, ...]:
     return tuple(d.count for d in pool.cls.devices)
+
+
+def _keys(cluster: ClusterView) -> list[tuple[str, ...]]:
+    """The ledger states of a cluster: its pools, and the zones of those that span zones."""
+    return [(cluster.name, p.name) for p in cluster.pools] + [
+        (cluster.name, p.name, z) for p in cluster.pools if p.zoned for z in p.zones]
+
+
+@dataclass
+class Growth:
+    """Nodes a scale-up adds to one cluster's pools: `before` by earlier replicas' plans,
+    `pools` by this one. A zoned pool's new nodes spread evenly over its zones, as its
+    nodes do (modelplane.clouds.zones): each zone holds `nodes // zones` of the grown pool."""
+
+    cluster: ClusterView
+    before: Mapping[str, int]
+    pools: dict[str, int]
+
+    def nodes(self, pool: PoolView) -> int:
+        return pool.nodes + self.before.get(pool.name, 0) + self.pools.get(pool.name, 0)
+
+    def add(self, trial: Trial, pool_name: str, n: int, *, commit: bool = True) -> None:
+        """`n` more nodes in the pool (and its zones) on `trial`; counted in `pools` if `commit`."""
+        view = self.cluster.pool(pool_name)
+        assert view is not None
+        per_node, key = _per_node(view), (self.cluster.name, pool_name)
+        trial.put(key, _grown(trial.state(key), n, per_node))
+        if view.zoned:
+            now = self.nodes(view)
+            more = n if view.zone_nodes is None else (now + n) // len(view.zones) - now // len(view.zones)
+            for zone in view.zones:
+                trial.put((*key, zone), _grown(trial.state((*key, zone)), more, per_node))
+        if commit:
+            self.pools[pool_name] = self.pools.get(pool_name, 0) + n
+
+
+def _zones_after_growth(demand: GangDemand, trial: Trial, grown: Growth) -> bool:
+    """Zones for every copy of a gang, adding nodes to its pools until one zone holds the next
+    copy: to get `d` more nodes in a zone of a pool capped at `nodes // zones`, the pool grows
+    to `zones * (nodes // zones + d)`. False if growing cannot help."""
+    cluster = grown.cluster
+    for _ in range(demand.copies + 1):
+        if assign_zones(trial, cluster.name, demand) is not None:
+            return True
+        best: tuple[int, dict[str, int]] | None = None
+        for zone in demand.zones:
+            adds: dict[str, int] = {}
+            for pool_name, usages in demand.charges:
+                view = cluster.pool(pool_name)
+                assert view is not None
+                short = _nodes_to_add(trial.peek((cluster.name, pool_name, zone)), list(usages), _per_node(view))
+                if short:
+                    now = grown.nodes(view)
+                    zones = len(view.zones)
+                    adds[pool_name] = short if view.zone_nodes is None else zones * (now // zones + short) - now
+            if adds and (best is None or sum(adds.values()) < best[0]):
+                best = (sum(adds.values()), adds)
+        if best is None:
+            return False
+        for pool_name, n in best[1].items():
+            grown.add(trial, pool_name, n)
+    return False
 
 
 def _fingerprint(state: PoolState) -> object:

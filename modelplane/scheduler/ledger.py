@@ -8,6 +8,10 @@ Device accounting (default): each node keeps its free devices per kind; all devi
 one pod come from one node, chosen best-fit. Nodes with equal free vectors are
 interchangeable, so a pool is stored as {free vector: node count}: a 1,000-node pool
 costs one dict entry until its nodes start to differ.
+
+A pool whose nodes span zones also has one state per zone, keyed (cluster, pool, zone), in the
+same units: what its gang copies take from that zone (plugins.gang_zones). Pods that are no gang
+charge the pool only; a gang copy charges the pool and one zone of it.
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 Usage = tuple[int, tuple[int, ...]]
-PoolKey = tuple[str, str]
+# (cluster, pool), or (cluster, pool, zone) for the share of a zoned pool its gangs take
+PoolKey = tuple[str, ...]
+# What a kept replica charges on its cluster: a pool's name, or (pool, zone) for a gang's zone
+ChargeKey = str | tuple[str, str]
+
+
+def ledger_key(cluster: str, part: ChargeKey) -> PoolKey:
+    return (cluster, part) if isinstance(part, str) else (cluster, *part)
 
 
 @dataclass(frozen=True)

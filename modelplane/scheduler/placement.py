@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ledger import Ledger, Trial, Usage
+from .ledger import ChargeKey, Ledger, Trial, Usage
 from .matching import Matcher, MemberMatch, NoMatch
 from .reasons import INSUFFICIENT_CAPACITY, NO_POOL_FITS, PINS_CHANGED, Reason
 from .shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
@@ -210,13 +210,13 @@ def place_replica(options: list[EngineOptions], cluster: str, ledger: Ledger | T
 
 def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterView,
                      engines: dict[str, EnginePlacement]
-                     ) -> tuple[dict[str, EnginePlacement] | None, list[tuple[str, list[Usage]]], Reason | None]:
+                     ) -> tuple[dict[str, EnginePlacement] | None, list[tuple[ChargeKey, list[Usage]]], Reason | None]:
     """Re-check an existing replica's pins against the current spec (capacity is not
     checked). Returns (engines, [(pool, usages)], None) or (None, [], reason to move)."""
     if sorted(engines) != sorted(e.name for e in shape.engines):
         return None, [], _pins_changed("engines changed")
     resolved = {}
-    charges: list[tuple[str, list[Usage]]] = []
+    charges: list[tuple[ChargeKey, list[Usage]]] = []
     for engine in shape.engines:
         placed = engines[engine.name]
         pools = placed.pools_for(len(engine.members))

@@ -57,6 +57,8 @@ NOT_IN_ANY_TIER = "NotInAnyTier"                  # tiers: outside every cluster
 SPREAD_CONSTRAINT = "SpreadConstraint"            # spread: a spreadConstraint refuses the cluster's group
 NO_POOL_FITS = "NoPoolFits"                       # device-fit: no pool matches the engine at any size
 INSUFFICIENT_CAPACITY = "InsufficientCapacity"    # device-fit: pools match, but are short
+ZONE_SHORTFALL = "ZoneShortfall"                  # gang-zones: the pool has room, no one zone of it has
+NO_COMMON_ZONE = "NoCommonZone"                   # gang-zones: a gang's pools share no zone, at any size
 BUDGET_EXCEEDED = "BudgetExceeded"                # budgets: a FleetBudget cannot pay for the replica
 REJECTED = "Rejected"                             # no plugin said why (never expected)
 

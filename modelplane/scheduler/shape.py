@@ -12,6 +12,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
 
 from modelplane.api import Fleet, ModelDeployment, NodePool
+from modelplane.clouds.zones import nodes_per_zone, pool_zones
 from modelplane.storage import cache_storage_problem
 
 from .ledger import ObservedCapacity, ObservedPool
@@ -211,6 +212,15 @@ class PoolView:
     domain: str | None        # fabric.domain; pools sharing one may host one engine
     # free devices per usable node, when read from the cluster (ObservedPool)
     free: tuple[tuple[int, ...], ...] | None = None
+    # the zones its nodes live in (EKS, GKE; empty where unknown) and the nodes each of them is
+    # sure to hold, None when no zone is capped below the pool (modelplane.clouds.zones)
+    zones: tuple[str, ...] = ()
+    zone_nodes: int | None = None
+
+    @property
+    def zoned(self) -> bool:
+        """Its nodes span two or more zones: a gang copy must keep to one of them."""
+        return len(self.zones) > 1
 
 
 @dataclass(frozen=True)
@@ -305,7 +315,9 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
                 nodes, free = value.nodes, _fit(value.free, len(cls.devices))
             else:
                 nodes = _nonneg(value) if p.name in seen else declared_nodes(p)
-            pools.append(PoolView(p.name, cls, nodes, p.fabric.domain or None, free))
+            zones = tuple(pool_zones(ic, p))
+            pools.append(PoolView(p.name, cls, nodes, p.fabric.domain or None, free, zones,
+                                  nodes_per_zone(ic, p, nodes, zones) if len(zones) > 1 else None))
         taints = tuple(Taint(t.key, t.value or "", t.effect) for t in ic.spec.taints)
         labels = dict(ic.metadata.labels)
         signature = tuple((p.name, p.cls.name, p.domain) for p in pools)

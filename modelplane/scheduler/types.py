@@ -65,15 +65,26 @@ class EnginePlacement:
     # member), so renderers draw claims without asking the scheduler again. Empty when
     # read from JSON written without "requests": the scheduler re-resolves kept replicas.
     requests: tuple[tuple[ResolvedRequest, ...], ...] = ()
+    # zones[c]: the zone copy c of a gang engine runs in, on pools whose nodes span zones
+    # (plugins.gang_zones); empty for every other engine, and then absent from the JSON.
+    zones: tuple[str, ...] = ()
 
     def pools_for(self, member_count: int) -> tuple[str, ...]:
         if self.member_pools:
             return self.member_pools
         return (self.pool,) * member_count
 
+    @property
+    def zone(self) -> str | None:
+        """The one zone every copy runs in (what the renderers pin), or None."""
+        return self.zones[0] if self.zones and len(set(self.zones)) == 1 else None
+
     def to_json(self) -> dict[str, Any]:
-        return {"pool": self.pool, "members": list(self.member_pools),
-                "requests": [[q.to_json() for q in member] for member in self.requests]}
+        out: dict[str, Any] = {"pool": self.pool, "members": list(self.member_pools),
+                               "requests": [[q.to_json() for q in member] for member in self.requests]}
+        if self.zones:
+            out["zones"] = list(self.zones)
+        return out
 
     @classmethod
     def from_json(cls, e: Any, where: Where) -> EnginePlacement:
@@ -85,7 +96,8 @@ class EnginePlacement:
                 raise PlacementFormatError(f"{at((*where, 'requests', i))}: expected a list of requests")
             requests.append(tuple(ResolvedRequest.from_json(q, (*where, "requests", i, j))
                                   for j, q in enumerate(member)))
-        return cls(need(e, "pool", str, where), tuple(members), tuple(requests))
+        zones = string_list(need(e, "zones", list, where, []), (*where, "zones"), "zone names")
+        return cls(need(e, "pool", str, where), tuple(members), tuple(requests), tuple(zones))
 
 
 @dataclass(frozen=True)

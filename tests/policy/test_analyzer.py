@@ -23,7 +23,6 @@ EXPECTED_LEVELS = {
     "cloud-pool-provisioning": "mandatory",
     "efa-dra-device-class": "mandatory",
     "eks-autoscale-from-zero": "advisory",
-    "gang-zone-capacity": "mandatory",
 }
 
 
@@ -176,3 +175,19 @@ def test_secrets_skip_unknown_values_and_still_judge_the_rest():
     got = Analyzer().analyze("kubernetes:apps/v1:Deployment", "llama", pod)
     assert [m.splitlines()[1].split(":")[0:3] for _, _, m in got] == [
         ["kubernetes", "apps/v1", "Deployment 'llama' spec.template.spec.containers[0].env[1].value"]]
+
+
+def test_the_pack_refuses_a_gang_no_zone_of_its_pool_holds():
+    """A 2-node gang copy on a GKE pool of one node in each of two zones: the scheduler refuses it
+    (ZoneShortfall), and the pack fails the preview through replicas-fully-scheduled with that
+    reason; the same pool with two nodes per zone passes."""
+    from tests.unit.checks.test_gang_zones import _docs
+
+    got = Analyzer().analyze(PLACEMENT, "placement",
+                             placement_props(_docs("GKE", "nodeCount: 2, zones: [us-central1-a, us-central1-b]")))
+    assert [(p, lvl) for p, lvl, _ in got] == [("replicas-fully-scheduled", "mandatory")], got
+    assert "needs 16 devices on 2 nodes in one zone of pool h100" in got[0][2]
+    assert "(us-central1-a: 8 of 8, us-central1-b: 8 of 8)" in got[0][2]
+    fits = Analyzer().analyze(PLACEMENT, "placement",
+                              placement_props(_docs("GKE", "nodeCount: 4, zones: [us-central1-a, us-central1-b]")))
+    assert [p for p, lvl, _ in fits if lvl == "mandatory"] == [], fits

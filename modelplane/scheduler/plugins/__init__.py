@@ -14,6 +14,7 @@ from modelplane.scheduler.cycle import Plugin
 from .budgets import Budgets
 from .cache_staging import CacheStaging
 from .device_fit import DeviceFit
+from .gang_zones import GangZones
 from .outages import Outages
 from .selectors import Selectors
 from .spread import Spread
@@ -29,6 +30,7 @@ REGISTRY: tuple[Plugin, ...] = (
     Tiers,               # filter: in no tier; score: tier rank
     Spread,              # admit, score, reserve: spreadConstraints
     DeviceFit,           # keep: pins still match; reserve: engines on the pools' capacity
+    GangZones,           # keep, reserve: a gang copy's nodes from one zone of its pools
     Budgets,             # reserve: FleetBudgets pay for the devices
     SpreadBeforePack,    # score: fewest replicas of the deployment, then name
 )

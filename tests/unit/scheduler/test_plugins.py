@@ -307,6 +307,7 @@ def test_skip_list(name, refused, start, want) -> None:
 
 def test_the_registry_orders_candidate_filters_first_and_device_fit_before_budgets() -> None:
     names = [p.name for p in REGISTRY]
-    assert names == ["selectors", "cache-staging", "outages", "taints", "tiers", "spread", "device-fit", "budgets",
+    assert names == ["selectors", "cache-staging", "outages", "taints", "tiers", "spread", "device-fit", "gang-zones",
+                     "budgets",
                      "spread-before-pack"]
     assert all(p.candidate for p in REGISTRY[:2]) and not any(p.candidate for p in REGISTRY[2:])
