@@ -10,7 +10,7 @@ the demo. Measured in the same run, same client, same concurrency:
 * workload gateway: one hop;
 * both hops: what callers use, with zero-loss failover (retry on 502-504, request
   bodies up to 16 KiB buffered on every hop); the goal is >= 0.85x direct req/s and
-  <= 1.3x its p50 (issue 15 item 5);
+  <= 1.3x its p50 (the data path's goal);
 * both, 64 KiB / 4 MiB buffer: larger retry bounds (4 MiB was the former one), to show
   what the bound costs: Traefik allocates it for every request, whatever the body;
 * both, no 5xx retry: network-error retries only, which loses requests while a cluster
@@ -20,7 +20,7 @@ the demo. Measured in the same run, same client, same concurrency:
   proxy cost on this machine whatever the configuration;
 * both, TLS+keys+mTLS: what a fleet put on the internet serves: HTTPS at the edge, the
   callerauth plugin checking an API key, mutual TLS between the hops; the goal is its p50
-  within 1.2x of "both hops" (issue 22); "both, TLS+mTLS" leaves the keys out and
+  within 1.2x of "both hops" (the secured data path's goal); "both, TLS+mTLS" leaves the keys out and
   "both, TLS+mTLS+ForwardAuth" checks them with Traefik's ForwardAuth against a small
   Python server (benchmarks/forward_auth.py) instead of the plugin, to price the choice.
 
@@ -57,7 +57,7 @@ from modelplane.routing import DEPLOYMENT_LABEL, RouteEntry, replica_endpoint  #
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "hello"}]}
 GOAL_RPS, GOAL_P50 = 0.85, 1.3
-GOAL_SECURED_P50 = 1.2   # the secured path's p50 over the plain path's (issue 22)
+GOAL_SECURED_P50 = 1.2   # the secured path's p50 over the plain path's: the secured path's goal
 SHIPPED = "both hops"
 FLOOR = "both, bare Traefik"
 SECURED = "both, TLS+keys+mTLS"

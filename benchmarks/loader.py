@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/loader.py                       # 1,000 clusters, 10,000 replicas
     .venv/bin/python benchmarks/loader.py --clusters 100 --deployments 100
 
-Generates the issue-15 fleet shape (C clusters of 2 pools, D deployments of 10 replicas,
+Generates the scale benchmark's fleet shape (C clusters of 2 pools, D deployments of 10 replicas,
 1- and 8-GPU classes) as two YAML files, then times, best of --repeat runs:
 
 * libyaml: `yaml.load_all(CSafeLoader)` over the same text — the baseline a loader can

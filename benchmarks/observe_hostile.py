@@ -1,5 +1,5 @@
-"""`plan --observe` against each hostile API server mode, one mode per run (issue 19's
-acceptance): peak memory of the plan process under 200 MB, wall time within the read timeout
+"""`plan --observe` against each hostile API server mode, one mode per run (the bounds
+of the live-cluster hardening): peak memory of the plan process under 200 MB, wall time within the read timeout
 plus 2 s on top of the same plan against an honest cluster (the baseline, measured in the same
 run: interpreter start-up and the plan itself are not the read's). And 300 refusing plain-http
 clusters (every cluster's SSL context used to cost 11.5 s in all).

@@ -1,4 +1,4 @@
-"""`pulumi preview` at scale on the real engine (issue 15 items 2-4, 6): our program on the
+"""`pulumi preview` at scale on the real engine: our program on the
 render stack against the engine's own floor, measured in the same run.
 
 Every run gets a throwaway `file://` backend and PULUMI_HOME under a temp directory and a

@@ -1,4 +1,4 @@
-"""The generated fleet of the scale benchmark (issue 15), as manifest dicts and YAML files.
+"""The generated fleet of the scale benchmark, as manifest dicts and YAML files.
 
     fleet(clusters=1000, deployments=1000, replicas=10)   # the 1,000-cluster fleet
     fleet(clusters=100, deployments=100, replicas=10)     # the 100-cluster fleet

@@ -1,4 +1,4 @@
-"""`plan` at scale (issue 15 items 1 and 4): end to end in fresh processes, against a fresh
+"""`plan` at scale: end to end in fresh processes, against a fresh
 process that only parses the same YAML with libyaml, and where the time goes inside.
 
 Run through benchmarks/scale.py. Each figure is the best of `repeat` runs (the machine

@@ -63,7 +63,7 @@ from tests.manifests import (  # noqa: E402
 )
 
 GRID = [(10, 100), (10, 1000), (100, 1000), (100, 10000), (1000, 1000), (1000, 10000)]
-E2E_GOAL = 3.0          # plan within 3x of parsing the same files (issue 20)
+E2E_GOAL = 3.0          # plan within 3x of parsing the same files: scarcity must be fast
 
 
 def shapes(i: int) -> tuple[dict, int]:

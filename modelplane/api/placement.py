@@ -1,4 +1,4 @@
-"""Our placement extensions (issue 14): fields the reference does not have.
+"""Our placement extensions: fields the reference does not have.
 
 * `ModelDeployment.spec.placementPolicy` — `spreadConstraints` and `clusterPreferences`;
 * `ModelService.spec.endpoints[].routingPolicy` — `weighting: Even | Capacity`;

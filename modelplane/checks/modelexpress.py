@@ -1,7 +1,7 @@
 """modelexpress-server / modelexpress-image: `--load-format modelexpress` needs the
 ModelExpress loader in the engine image and a ModelExpress server, which only Dynamo
 clusters with a cache have
-(k8s-api-shapes.md §5.3: the `modelexpress` package must be installed in the image; issue 12)."""
+(k8s-api-shapes.md §5.3: the `modelexpress` package must be installed in the image)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ The fleet scheduler evaluates a deployment's CEL selectors against the class; th
 evaluates the same selectors against the driver's ResourceSlices. An attribute key the driver never
 publishes, a value it publishes differently (`productName: H100` where NVML says `NVIDIA H100 80GB
 HBM3`) or a value of another type matches at fleet level and on no device in the cluster: the
-replica is placed and its pods stay Pending without an error (issue 11). What the drivers publish is
+replica is placed and its pods stay Pending without an error. What the drivers publish is
 modelplane.drivers, the same facts the sim publishes; the memory figure is usable-gpu-memory's.
 """
 
