@@ -4,9 +4,13 @@ reconcile."""
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 
+# Commands that hold nothing open once they return (no process, file or socket a finalizer
+# would still close): the interpreter's last collection at exit is skipped for them.
+FINISHED_ON_RETURN = ("plan",)
 COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "up", "preview", "destroy", "verify", "reconcile")
 # The module of modelplane.commands behind a verb whose name would mislead as a module name:
 # `split` sends traffic split across the routes; "split" elsewhere means a fleet split into stacks.
@@ -31,4 +35,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if sys.argv[1:2] and sys.argv[1] in FINISHED_ON_RETURN:
+        # The collection at exit would scan every object still alive (the loaded modules,
+        # pydantic's and CEL's tables) only for the process to end: ~0.1 s of `plan`, a
+        # third of what parsing the fleet costs. Frozen objects are left to the exit.
+        gc.freeze()
+    sys.exit(code)

@@ -16,8 +16,8 @@ document index and line, and never quotes a value (only key names and tags).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import yaml
@@ -63,17 +63,22 @@ class Document:
     value: Any     # None for an empty document
 
 
-@dataclass
 class _Frame:
-    container: list[Any] | dict[Any, Any]
-    line: int
-    anchor: str | None
-    nodes: int = 1
-    depth: int = 1
-    key: Any = None
-    has_key: bool = False
-    key_lines: dict[Any, int] = field(default_factory=dict)
-    merges: list[dict[Any, Any]] = field(default_factory=list)
+    """An open mapping or sequence. `mark` is where it starts (lines are computed from marks
+    only for an error); `nodes` and `depth` are what it holds once closed, for aliases."""
+
+    __slots__ = ("container", "mark", "anchor", "nodes", "depth", "key", "has_key", "key_marks", "merges")
+
+    def __init__(self, container: list[Any] | dict[Any, Any], mark: Any, anchor: str | None) -> None:
+        self.container = container
+        self.mark = mark
+        self.anchor = anchor
+        self.nodes = 1
+        self.depth = 1
+        self.key: Any = None
+        self.has_key = False
+        self.key_marks: dict[Any, Any] = {}     # key -> where it stands, for a duplicate's message
+        self.merges: list[dict[Any, Any]] = []
 
 
 def _line(event: Any) -> int:
@@ -125,6 +130,7 @@ class _Merge:
 
 
 _MERGE = _Merge()
+_UNSEEN = object()
 
 
 def read_documents(text: str) -> list[Document]:
@@ -155,91 +161,110 @@ def _syntax_error(exc: yaml.YAMLError, index: int, text: str) -> YamlInputError:
 class _Builder:
     def __init__(self) -> None:
         self.index = 0
-        self.doc_line = 1
-        self.doc_nodes = 0
-        self.root: Any = None
-        self.stack: list[_Frame] = []
-        self.anchors: dict[str, tuple[Any, int, int]] = {}   # value, nodes, depth
         self.documents: list[Document] = []
 
     def run(self, text: str) -> list[Document]:
-        for event in yaml.parse(text, Loader=_LOADER):
-            if isinstance(event, ScalarEvent):
-                value = _scalar(event, self.index)
-                self._add(value, event, 1, 0)
+        # One loop over libyaml's events, the hot names bound locally: this is most of the
+        # time `plan` spends reading manifests.
+        stack: list[_Frame] = []
+        anchors: dict[str, tuple[Any, int, int]] = {}     # value, nodes, depth
+        # A plain scalar's value depends on its text alone: each distinct text is resolved
+        # once per stream (the values are immutable, and PyYAML's own constructors return
+        # one shared object for some, such as NaN, so sharing changes no equality).
+        plain: dict[str, Any] = {}
+        root: Any = None
+        doc_line = 1
+        doc_nodes = 0
+        where: Any = None          # the mark of the value being added
+        # Any: the loop dispatches on the exact class (`type(...) is`), which mypy cannot narrow on.
+        events: Iterator[Any] = yaml.parse(text, Loader=_LOADER)
+        for event in events:
+            cls = type(event)
+            if cls is ScalarEvent:
+                if event.tag is None and event.implicit[0]:
+                    value = plain.get(event.value, _UNSEEN)
+                    if value is _UNSEEN:
+                        value = plain[event.value] = _scalar(event, self.index)
+                elif event.tag is None:
+                    value = event.value       # quoted: a string
+                else:
+                    value = _scalar(event, self.index)
                 if event.anchor is not None:
-                    self.anchors[event.anchor] = (value, 1, 0)
-            elif isinstance(event, (MappingStartEvent, SequenceStartEvent)):
-                if len(self.stack) >= MAX_YAML_DEPTH:
+                    anchors[event.anchor] = (value, 1, 0)
+                nodes, depth, where = 1, 0, event.start_mark
+            elif cls is MappingStartEvent or cls is SequenceStartEvent:
+                if len(stack) >= MAX_YAML_DEPTH:
                     self._fail(f"nested more than {MAX_YAML_DEPTH} levels deep", event)
-                container: list[Any] | dict[Any, Any] = {} if isinstance(event, MappingStartEvent) else []
-                self.stack.append(_Frame(container, _line(event), event.anchor))
-            elif isinstance(event, (MappingEndEvent, SequenceEndEvent)):
-                frame = self.stack.pop()
-                if isinstance(frame.container, dict) and frame.merges:
+                stack.append(_Frame({} if cls is MappingStartEvent else [], event.start_mark, event.anchor))
+                continue
+            elif cls is MappingEndEvent or cls is SequenceEndEvent:
+                frame = stack.pop()
+                value = frame.container
+                if frame.merges and type(value) is dict:
                     for merged in frame.merges:
-                        for key, value in merged.items():
-                            frame.container.setdefault(key, value)
+                        for key, item in merged.items():
+                            value.setdefault(key, item)
+                nodes, depth, where = frame.nodes, frame.depth, frame.mark
                 if frame.anchor is not None:
-                    self.anchors[frame.anchor] = (frame.container, frame.nodes, frame.depth)
-                self._add(frame.container, event, frame.nodes, frame.depth, frame.line)
-            elif isinstance(event, AliasEvent):
-                target = self.anchors.get(event.anchor or "")
+                    anchors[frame.anchor] = (value, nodes, depth)
+            elif cls is AliasEvent:
+                target = anchors.get(event.anchor or "")
                 if target is None:
                     self._fail(f"alias *{event.anchor} refers to no anchor defined before it in this document",
                                event)
                 value, nodes, depth = target
-                if len(self.stack) + depth > MAX_YAML_DEPTH:
+                if len(stack) + depth > MAX_YAML_DEPTH:
                     self._fail(f"alias *{event.anchor} nests more than {MAX_YAML_DEPTH} levels deep", event)
-                self._add(value, event, nodes, depth)
-            elif isinstance(event, DocumentStartEvent):
-                self.doc_line, self.doc_nodes, self.root = _line(event), 0, None
-            elif isinstance(event, DocumentEndEvent):
-                self.documents.append(Document(self.index, self.doc_line, self.root))
+                doc_nodes += nodes
+                if doc_nodes > MAX_YAML_NODES:
+                    self._fail(f"aliases expand to more than {MAX_YAML_NODES} values; write the values out or "
+                               "use fewer aliases", event)
+                where = event.start_mark
+            elif cls is DocumentStartEvent:
+                doc_line, doc_nodes, root = _line(event), 0, None
+                continue
+            elif cls is DocumentEndEvent:
+                self.documents.append(Document(self.index, doc_line, root))
                 self.index += 1
-                self.anchors = {}
+                anchors = {}
+                continue
+            else:
+                continue
+            # The value (a scalar, a closed container or an alias) goes into the open container.
+            if not stack:
+                root = value
+                continue
+            top = stack[-1]
+            top.nodes += nodes
+            if depth >= top.depth:
+                top.depth = depth + 1
+            container = top.container
+            if type(container) is list:
+                container.append(value)
+            elif top.has_key:
+                key = top.key
+                top.key, top.has_key = None, False
+                if key is _MERGE:
+                    merged_in = value if isinstance(value, list) else [value]
+                    if not all(isinstance(m, dict) for m in merged_in):
+                        self._fail("a merge key (<<) takes a mapping or a list of mappings", event)
+                    top.merges.extend(merged_in)
+                else:
+                    container[key] = value
+            elif value is _MERGE:
+                top.key, top.has_key = _MERGE, True
+            elif isinstance(value, (dict, list)):
+                raise YamlInputError("a mapping key must be a plain value, not a mapping or a list",
+                                     self.index, int(where.line) + 1)
+            else:
+                first = top.key_marks.get(value)
+                if first is not None:
+                    raise YamlInputError(f"duplicate key {quoted(value)} (first at line {int(first.line) + 1}); a key "
+                                         "may appear once in a mapping: remove or merge one of them",
+                                         self.index, int(where.line) + 1)
+                top.key_marks[value] = where
+                top.key, top.has_key = value, True
         return self.documents
 
     def _fail(self, message: str, event: Any) -> NoReturn:
         raise YamlInputError(message, self.index, _line(event))
-
-    def _add(self, value: Any, event: Any, nodes: int, depth: int, line: int | None = None) -> None:
-        self.doc_nodes += nodes if type(event) is AliasEvent else 0
-        if self.doc_nodes > MAX_YAML_NODES:
-            self._fail(f"aliases expand to more than {MAX_YAML_NODES} values; write the values out or "
-                       "use fewer aliases", event)
-        if not self.stack:
-            self.root = value
-            return
-        top = self.stack[-1]
-        top.nodes += nodes
-        top.depth = max(top.depth, depth + 1)
-        container = top.container
-        if type(container) is list:
-            container.append(value)
-            return
-        if not top.has_key:
-            here = line if line is not None else _line(event)
-            if value is _MERGE:
-                top.key, top.has_key = _MERGE, True
-                return
-            if isinstance(value, (dict, list)):
-                raise YamlInputError("a mapping key must be a plain value, not a mapping or a list",
-                                     self.index, here)
-            first = top.key_lines.get(value)
-            if first is not None:
-                raise YamlInputError(f"duplicate key {quoted(value)} (first at line {first}); a key may appear once "
-                                     "in a mapping: remove or merge one of them", self.index, here)
-            top.key_lines[value] = here
-            top.key, top.has_key = value, True
-            return
-        key = top.key
-        top.key, top.has_key = None, False
-        if key is _MERGE:
-            merged = value if isinstance(value, list) else [value]
-            if not all(isinstance(m, dict) for m in merged):
-                self._fail("a merge key (<<) takes a mapping or a list of mappings", event)
-            top.merges.extend(merged)
-            return
-        assert isinstance(container, dict)
-        container[key] = value

@@ -107,12 +107,14 @@ class PlacedReplica:
     cluster: str
     engines: dict[str, EnginePlacement]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, engine: Callable[[EnginePlacement], object] | None = None) -> dict[str, Any]:
+        """`engine`: how to write each engine placement (its `to_json` by default)."""
         return {
             "name": self.name,
             "index": self.index,
             "cluster": self.cluster,
-            "engines": {e: self.engines[e].to_json() for e in self.engines},
+            "engines": {e: self.engines[e].to_json() if engine is None else engine(self.engines[e])
+                        for e in self.engines},
         }
 
     @classmethod
@@ -174,13 +176,15 @@ class DeploymentPlacement:
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
 
-    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None) -> dict[str, Any]:
-        """`reasons`: how to write each unplaced replica's reasons (a copy of the mapping by default)."""
+    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
+                engine: Callable[[EnginePlacement], object] | None = None) -> dict[str, Any]:
+        """`reasons`: how to write each unplaced replica's reasons (a copy of the mapping by
+        default); `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
         return {
             "namespace": self.namespace,
             "name": self.name,
             "desired": self.desired,
-            "replicas": [r.to_json() for r in self.replicas],
+            "replicas": [r.to_json(engine) for r in self.replicas],
             "conditions": [c.to_json() for c in self.conditions],
             "unplaced": _unplaced_json(self.unplaced, reasons),
             **self._policy_json(),
@@ -258,8 +262,9 @@ class FleetPlacement:
         """(namespace, name) -> deployment, the first one where a name repeats (as `find`)."""
         return {(d.namespace, d.name): d for d in reversed(self.deployments)}
 
-    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"deployments": [d.to_json(reasons) for d in self.deployments]}
+    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
+                engine: Callable[[EnginePlacement], object] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"deployments": [d.to_json(reasons, engine) for d in self.deployments]}
         if self.budgets:
             out["budgets"] = [b.to_json() for b in self.budgets]
         return out
@@ -267,28 +272,34 @@ class FleetPlacement:
     def to_json_text(self) -> str:
         """`json.dumps(self.to_json(), separators=(",", ":"))`, byte for byte, faster: the
         scheduler shares one reasons mapping between deployments refused alike (hundreds
-        on an oversubscribed fleet, most of its JSON), so each shared one is encoded once
-        and spliced in where a one-off placeholder stands."""
+        on an oversubscribed fleet, most of its JSON) and one engine placement between the
+        replicas placed alike (thousands, most of the rest), so each shared one is encoded
+        once and spliced in where a one-off placeholder stands."""
         uses: dict[int, int] = {}
         for d in self.deployments:
             if d.unplaced:
                 uses[id(d.unplaced[0].reasons)] = uses.get(id(d.unplaced[0].reasons), 0) + 1
+            for r in d.replicas:
+                for e in r.engines.values():
+                    uses[id(e)] = uses.get(id(e), 0) + 1
         if all(n == 1 for n in uses.values()):
             return json.dumps(self.to_json(), separators=(",", ":"))
         nonce = secrets.token_hex(8)
         texts: list[str] = []
         marks: dict[int, str] = {}
 
-        def once(mapping: Mapping[str, Reason]) -> object:
-            if uses.get(id(mapping), 0) < 2:
-                return dict(mapping)
-            mark = marks.get(id(mapping))
+        def once(shared: object, value: Callable[[], object]) -> object:
+            if uses.get(id(shared), 0) < 2:
+                return value()
+            mark = marks.get(id(shared))
             if mark is None:
-                mark = marks[id(mapping)] = f"\x00{nonce}{len(texts)}\x00"
-                texts.append(json.dumps(dict(mapping), separators=(",", ":")))
+                mark = marks[id(shared)] = f"\x00{nonce}{len(texts)}\x00"
+                texts.append(json.dumps(value(), separators=(",", ":")))
             return mark
 
-        pieces = json.dumps(self.to_json(once), separators=(",", ":")).split(f'"\\u0000{nonce}')
+        doc = self.to_json(lambda mapping: once(mapping, lambda: dict(mapping)),
+                           lambda engine: once(engine, engine.to_json))
+        pieces = json.dumps(doc, separators=(",", ":")).split(f'"\\u0000{nonce}')
         out = [pieces[0]]
         for piece in pieces[1:]:            # "<n>\u0000" then the rest of the document
             n, rest = piece.split('\\u0000"', 1)

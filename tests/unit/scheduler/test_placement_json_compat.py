@@ -59,8 +59,9 @@ def test_what_an_older_document_carries_into_the_next_plan_is_read_the_same() ->
 
 
 def test_the_json_text_plan_prints_is_json_dumps_of_the_placement():
-    """`FleetPlacement.to_json_text` encodes the reasons deployments share once; it must
-    print exactly what json.dumps of `to_json()` prints, on fleets where many share."""
+    """`FleetPlacement.to_json_text` encodes the reasons deployments share, and the engine
+    placements replicas share, once; it must print exactly what json.dumps of `to_json()`
+    prints, on fleets where many share."""
     import sys
 
     from modelplane.api import load_documents
@@ -75,6 +76,8 @@ def test_the_json_text_plan_prints_is_json_dumps_of_the_placement():
         placement = place_fleet(load_documents(oversubscribed_fleet.fleet(30, 40)), accounting=accounting)
         shared = [d.unplaced[0].reasons for d in placement.deployments if d.unplaced]
         assert len({id(r) for r in shared}) < len(shared), "no deployments share their reasons here"
+        engines = [e for d in placement.deployments for r in d.replicas for e in r.engines.values()]
+        assert len({id(e) for e in engines}) < len(engines), "no replicas share their engine placements here"
         assert placement.to_json_text() == json.dumps(placement.to_json(), separators=(",", ":"))
     for path in PLANS:
         placement = FleetPlacement.from_json(json.loads(path.read_text()))
