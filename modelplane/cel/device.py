@@ -5,26 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, TypeVar
 
 import celpy.celtypes as ct
 
+from modelplane.json_types import JsonMapping, JsonValue
 from modelplane.quantity import Quantity, QuantityError
 from modelplane.semver import Semver, SemverError
 
-from .library import CelQuantity, CelSemver
+from .library import CelQuantity, CelSemver, CelValue
+
+# One device attribute's value once read: DRA's string, bool, int or version.
+Attribute: TypeAlias = str | bool | int | Semver
+_Converted = TypeVar("_Converted", Attribute, Quantity)
 
 
 class _Domains(ct.MapType):
     """Unknown domains read as empty maps, as in Kubernetes."""
 
-    def __getitem__(self, key: Any) -> Any:
+    def __getitem__(self, key: object) -> CelValue:
         if isinstance(key, str) and not dict.__contains__(self, key):
             return ct.MapType()
         return super().__getitem__(key)
 
 
-def _attribute_value(key: str, raw: Any) -> Any:
+def _attribute_value(key: str, raw: JsonValue) -> Attribute:
     if isinstance(raw, Mapping):
         if len(raw) != 1:
             raise ValueError(f"attribute {key!r}: expected exactly one of string/int/bool/version, got {dict(raw)!r}")
@@ -46,18 +51,18 @@ def _attribute_value(key: str, raw: Any) -> Any:
     raise ValueError(f"attribute {key!r}: unsupported value {raw!r}")
 
 
-def _capacity_value(key: str, raw: Any) -> Quantity:
+def _capacity_value(key: str, raw: JsonValue) -> Quantity:
     value = raw.get("value") if isinstance(raw, Mapping) else raw
     if isinstance(value, Quantity):
         return value
     try:
-        text: Any = value   # Quantity.parse refuses a non-string with a QuantityError
+        text: JsonValue = value   # Quantity.parse refuses a non-string with a QuantityError
         return Quantity.parse(text)
     except QuantityError as error:
         raise ValueError(f"capacity {key!r}: {error}") from None
 
 
-def _to_cel(value: Any) -> Any:
+def _to_cel(value: Attribute | Quantity) -> ct.Value | CelSemver | CelQuantity:
     if isinstance(value, bool):
         return ct.BoolType(value)
     if isinstance(value, int):
@@ -69,15 +74,16 @@ def _to_cel(value: Any) -> Any:
     return CelQuantity(value)
 
 
-def _by_domain(driver: str, raw: Mapping[str, Any], convert: Callable[[str, Any], Any]) -> dict[str, dict[str, Any]]:
-    domains: dict[str, dict[str, Any]] = {}
+def _by_domain(driver: str, raw: JsonMapping, convert: Callable[[str, JsonValue], _Converted]
+               ) -> dict[str, dict[str, _Converted]]:
+    domains: dict[str, dict[str, _Converted]] = {}
     for key in sorted(raw):
         domain, _, name = key.partition("/") if "/" in key else (driver, "", key)
         domains.setdefault(domain, {})[name] = convert(key, raw[key])
     return domains
 
 
-def _cel_domains(domains: Mapping[str, Mapping[str, Any]]) -> _Domains:
+def _cel_domains(domains: Mapping[str, Mapping[str, Attribute | Quantity]]) -> _Domains:
     return _Domains({
         ct.StringType(d): ct.MapType({ct.StringType(n): _to_cel(v) for n, v in names.items()})
         for d, names in domains.items()
@@ -89,7 +95,7 @@ class DeviceView:
     """One device kind as CEL sees it: attributes/capacity grouped by domain, then name."""
 
     driver: str
-    attributes: Mapping[str, Mapping[str, Any]]
+    attributes: Mapping[str, Mapping[str, Attribute]]
     capacity: Mapping[str, Mapping[str, Quantity]]
     activation: ct.MapType = field(init=False, repr=False, compare=False)
 
@@ -102,13 +108,13 @@ class DeviceView:
 
     def __hash__(self) -> int:
         # Explicit because the mapping fields are not hashable; lets callers key dicts by view.
-        def frozen(domains: Mapping[str, Mapping[str, Any]]) -> frozenset[tuple[str, frozenset[tuple[str, Any]]]]:
+        def frozen(domains: Mapping[str, Mapping[str, object]]) -> frozenset[tuple[str, frozenset[tuple[str, object]]]]:
             return frozenset((d, frozenset(names.items())) for d, names in domains.items())
         return hash((self.driver, frozen(self.attributes), frozen(self.capacity)))
 
     @classmethod
     def from_spec(
-        cls, driver: str, attributes_raw: Mapping[str, Any] | None, capacity_raw: Mapping[str, Any] | None
+        cls, driver: str, attributes_raw: JsonMapping | None, capacity_raw: JsonMapping | None
     ) -> DeviceView:
         """Raises ValueError naming the key when a typed value is malformed."""
         return cls(

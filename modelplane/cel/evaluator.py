@@ -4,11 +4,9 @@ every module of the package compiles with (its parser from the user's cache: .gr
 
 from __future__ import annotations
 
-from typing import Any
-
 import celpy
 import celpy.celtypes as ct
-from celpy.evaluation import CELEvalError, Evaluator
+from celpy.evaluation import CELEvalError, Context, Evaluator
 
 from .cost import (
     BIND_COST,
@@ -23,10 +21,11 @@ from .cost import (
     charge,
 )
 from .grammar import environment
-from .tree import children, ident_name, simple_ident, subtree
+from .library import CelValue
+from .tree import Node, children, ident_name, simple_ident, subtree
 
 
-def _bind_parts(tree: ParseTree) -> tuple[Any, ...] | None:
+def _bind_parts(tree: ParseTree) -> tuple[Node, ...] | None:
     """The (variable, init, body) of a `cel.bind(...)` call, else None."""
     receiver = tree.children[0]
     if str(tree.children[1]) != "bind" or len(tree.children) != 3:
@@ -50,7 +49,7 @@ class _Evaluator(Evaluator):
     def sub_evaluator(self, ast: ParseTree) -> Evaluator:
         return _Evaluator(ast, activation=self.activation)
 
-    def primary(self, tree: ParseTree) -> Any:
+    def primary(self, tree: ParseTree) -> CelValue:
         kind = getattr(tree.children[0], "data", None)
         if kind in ("ident", "dot_ident"):
             charge(SELECT_COST)
@@ -62,11 +61,11 @@ class _Evaluator(Evaluator):
             charge(CALL_COST)   # every other call is charged by its function in FUNCTIONS
         return super().primary(tree)
 
-    def member_dot(self, tree: ParseTree) -> Any:
+    def member_dot(self, tree: ParseTree) -> CelValue:
         charge(SELECT_COST)
         return super().member_dot(tree)
 
-    def member_dot_arg(self, tree: ParseTree) -> Any:
+    def member_dot_arg(self, tree: ParseTree) -> CelValue:
         parts = _bind_parts(tree)
         if parts is not None:
             return self._bind(*parts)
@@ -75,7 +74,7 @@ class _Evaluator(Evaluator):
             return self._comprehension(name, tree)
         return super().member_dot_arg(tree)
 
-    def _bind(self, var_tree: ParseTree, init_tree: ParseTree, body_tree: ParseTree) -> Any:
+    def _bind(self, var_tree: ParseTree, init_tree: ParseTree, body_tree: ParseTree) -> CelValue:
         charge(BIND_COST)
         init = self.visit(init_tree)
         if isinstance(init, CELEvalError):
@@ -85,7 +84,7 @@ class _Evaluator(Evaluator):
         except CELEvalError as error:
             return error
 
-    def _comprehension(self, name: str, tree: ParseTree) -> Any:
+    def _comprehension(self, name: str, tree: ParseTree) -> CelValue:
         target = self.visit(subtree(tree.children[0]))
         if isinstance(target, CELEvalError):
             return target
@@ -97,7 +96,7 @@ class _Evaluator(Evaluator):
         step = MACRO_STEP_COST[name]
         charge(MACRO_BASE_COST[name])
 
-        def each(item: Any) -> Any:
+        def each(item: CelValue) -> CelValue:
             charge(step)
             try:
                 return body.evaluate({var: item})
@@ -133,7 +132,7 @@ class _Evaluator(Evaluator):
 
 
 class _Runner(celpy.InterpretedRunner):
-    def evaluate(self, context: Any) -> Any:
+    def evaluate(self, context: Context) -> CelValue:
         return _Evaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
 
 

@@ -19,11 +19,12 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO
 
 import celpy
 import celpy.celparser
 import lark
+from lark.load_grammar import Grammar
 
 CACHE_ENV = "MODELPLANE_CEL_CACHE"
 
@@ -50,7 +51,7 @@ class _CachingLark(lark.Lark):
 
     cache_path = ""
 
-    def __init__(self, grammar: Any, **options: Any) -> None:
+    def __init__(self, grammar: Grammar | str | IO[str], **options: object) -> None:
         super().__init__(grammar, cache=self.cache_path, **options)
 
 

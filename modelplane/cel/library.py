@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import celpy.celtypes as ct
 import re2
@@ -20,12 +20,23 @@ from .cost import CALL_COST, MACROS, REGEX_FACTOR, STRING_FACTOR, charge, runtim
 
 # --- CEL values for the Kubernetes libraries --------------------------------------------
 
-class _Wrapped:
+# A value a selector computes: one of celpy's types, one of ours (CelQuantity, CelSemver), or
+# a CELEvalError carried to the caller. It is dynamic: celpy's unions (`celtypes.Value`,
+# `evaluation.Result`) leave our two types out, and its interpreter's methods are seen as
+# untyped (celpy's `@trace` decorator erases their annotations).
+CelValue: TypeAlias = Any
+# A function a selector can call: celpy passes whatever the selector computed.
+CelFunction: TypeAlias = Callable[..., CelValue]
+
+_Value = TypeVar("_Value")
+
+
+class _Wrapped(Generic[_Value]):
     """Equality but deliberately no ordering: Kubernetes has no `<` on these types."""
 
     __slots__ = ("value",)
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: _Value) -> None:
         self.value = value
 
     def __eq__(self, other: object) -> bool:
@@ -44,33 +55,33 @@ class _Wrapped:
         return f"{type(self).__name__}({str(self.value)!r})"
 
 
-class CelQuantity(_Wrapped):
+class CelQuantity(_Wrapped[Quantity]):
     pass
 
 
-class CelSemver(_Wrapped):
+class CelSemver(_Wrapped[Semver]):
     pass
 
 
-def _no_overload(name: str, *args: Any) -> TypeError:
+def _no_overload(name: str, *args: object) -> TypeError:
     kinds = ", ".join(type(a).__name__ for a in args)
     return TypeError(f"no such overload: {name}({kinds})")
 
 
-def _string(name: str, value: Any) -> str:
+def _string(name: str, value: object) -> str:
     if not isinstance(value, str):
         raise _no_overload(name, value)
     return str(value)
 
 
-def _quantity_arg(name: str, value: Any) -> Quantity:
+def _quantity_arg(name: str, value: object) -> Quantity:
     if not isinstance(value, CelQuantity):
         raise _no_overload(name, value)
     quantity: Quantity = value.value
     return quantity
 
 
-def _normalize_arg(name: str, normalize: Any) -> bool:
+def _normalize_arg(name: str, normalize: object) -> bool:
     if not isinstance(normalize, ct.BoolType):
         raise _no_overload(name, normalize)
     return bool(normalize)
@@ -82,11 +93,11 @@ _TRUE, _FALSE = ct.BoolType(True), ct.BoolType(False)  # noqa: FBT003 - CEL's bo
 _parse_quantity = functools.lru_cache(maxsize=4096)(Quantity.parse)
 
 
-def _cel_quantity(text: Any) -> CelQuantity:
+def _cel_quantity(text: object) -> CelQuantity:
     return CelQuantity(_parse_quantity(_string("quantity", text)))
 
 
-def _is_quantity(text: Any) -> ct.BoolType:
+def _is_quantity(text: object) -> ct.BoolType:
     try:
         Quantity.parse(_string("isQuantity", text))
     except QuantityError:
@@ -94,11 +105,11 @@ def _is_quantity(text: Any) -> ct.BoolType:
     return _TRUE
 
 
-def _cel_semver(text: Any, normalize: Any = _FALSE) -> CelSemver:
+def _cel_semver(text: object, normalize: object = _FALSE) -> CelSemver:
     return CelSemver(Semver.parse(_string("semver", text), normalize=_normalize_arg("semver", normalize)))
 
 
-def _is_semver(text: Any, normalize: Any = _FALSE) -> ct.BoolType:
+def _is_semver(text: object, normalize: object = _FALSE) -> ct.BoolType:
     try:
         Semver.parse(_string("isSemver", text), normalize=_normalize_arg("isSemver", normalize))
     except SemverError:
@@ -106,7 +117,7 @@ def _is_semver(text: Any, normalize: Any = _FALSE) -> ct.BoolType:
     return _TRUE
 
 
-def _compare(name: str, left: Any, right: Any) -> int:
+def _compare(name: str, left: object, right: object) -> int:
     if isinstance(left, CelQuantity) and isinstance(right, CelQuantity):
         return int(left.value.compare_to(right.value))
     if isinstance(left, CelSemver) and isinstance(right, CelSemver):
@@ -114,8 +125,8 @@ def _compare(name: str, left: Any, right: Any) -> int:
     raise _no_overload(name, left, right)
 
 
-def _arith(name: str, op: Callable[[Quantity, Any], Quantity]) -> Callable[[Any, Any], CelQuantity]:
-    def apply(left: Any, right: Any) -> CelQuantity:
+def _arith(name: str, op: Callable[[Quantity, Quantity | int], Quantity]) -> Callable[[object, object], CelQuantity]:
+    def apply(left: object, right: object) -> CelQuantity:
         if isinstance(right, CelQuantity):
             right = right.value
         elif isinstance(right, ct.IntType) and not isinstance(right, ct.BoolType):
@@ -126,8 +137,8 @@ def _arith(name: str, op: Callable[[Quantity, Any], Quantity]) -> Callable[[Any,
     return apply
 
 
-def _semver_part(name: str) -> Callable[[Any], ct.IntType]:
-    def part(version: Any) -> ct.IntType:
+def _semver_part(name: str) -> Callable[[object], ct.IntType]:
+    def part(version: object) -> ct.IntType:
         if not isinstance(version, CelSemver):
             raise _no_overload(name, version)
         return ct.IntType(getattr(version.value, name))
@@ -135,7 +146,7 @@ def _semver_part(name: str) -> Callable[[Any], ct.IntType]:
 
 
 # Each is callable as `f(x, ...)` and as `x.f(...)`: celpy passes the receiver first.
-EXTENSIONS: dict[str, Callable[..., Any]] = {
+EXTENSIONS: dict[str, CelFunction] = {
     "quantity": _cel_quantity,
     "isQuantity": _is_quantity,
     "semver": _cel_semver,
@@ -173,12 +184,13 @@ _RE2_OPTIONS.log_errors = False   # re2 would print parse errors on stderr itsel
 
 
 @functools.lru_cache(maxsize=1024)
-def regex(pattern: str) -> Any:
-    """RE2, as cel-go: linear time whatever the pattern (no catastrophic backtracking)."""
+def regex(pattern: str) -> re2._Regexp:
+    """RE2, as cel-go: linear time whatever the pattern (no catastrophic backtracking).
+    (google-re2 ships no type information, so mypy cannot check this name.)"""
     return re2.compile(pattern, _RE2_OPTIONS)
 
 
-def _matches(text: Any, pattern: Any) -> ct.BoolType:
+def _matches(text: object, pattern: object) -> ct.BoolType:
     if not isinstance(text, str) or not isinstance(pattern, str):
         raise _no_overload("matches", text, pattern)
     try:
@@ -188,11 +200,11 @@ def _matches(text: Any, pattern: Any) -> ct.BoolType:
     return ct.BoolType(compiled.search(str(text)) is not None)
 
 
-def _sized(value: Any) -> bool:
+def _sized(value: object) -> bool:
     return isinstance(value, (str, bytes, list, tuple, dict))
 
 
-def _call_cost(name: str, args: tuple[Any, ...]) -> int:
+def _call_cost(name: str, args: tuple[object, ...]) -> int:
     """cel-go's runtime cost of one call, from the actual argument sizes."""
     if name == "_+_" and len(args) == 2 and _sized(args[0]) and _sized(args[1]):
         # charged before the concatenation runs: a doubling chain stops at the budget
@@ -218,8 +230,8 @@ _COMPARISON_FUNCTIONS = {"_==_", "_!=_", "_<_", "_<=_", "_>_", "_>=_"}
 _FREE_FUNCTIONS = {"_&&_", "_||_", "_?_:_"}
 
 
-def _charged(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    def call(*args: Any) -> Any:
+def _charged(name: str, function: CelFunction) -> CelFunction:
+    def call(*args: object) -> CelValue:
         charge(_call_cost(name, args))
         return function(*args)
     call.__name__ = getattr(function, "__name__", name)
@@ -227,8 +239,8 @@ def _charged(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 # Every function a selector can call, each charging its cost before it runs.
-def _all_functions() -> dict[str, Callable[..., Any]]:
-    functions: dict[str, Callable[..., Any]] = dict(base_functions)
+def _all_functions() -> dict[str, CelFunction]:
+    functions: dict[str, CelFunction] = dict(base_functions)
     functions.update(EXTENSIONS)
     functions["matches"] = _matches
     return {name: _charged(name, function) for name, function in functions.items()}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
+import celpy
 import celpy.celtypes as ct
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
@@ -27,16 +27,16 @@ from .cost import (
 from .device import DeviceView
 from .errors import CelError
 from .evaluator import ENV
-from .library import FUNCTIONS
+from .library import FUNCTIONS, CelValue
 from .validate import check_names, syntax_error
 
 
 @dataclass(frozen=True)
 class CompiledSelector:
     expression: str
-    _program: Any = field(repr=False, compare=False)
+    _program: celpy.Runner = field(repr=False, compare=False)
 
-    def evaluate(self, device: DeviceView) -> Any:
+    def evaluate(self, device: DeviceView) -> CelValue:
         """The raw CEL result; raises celpy errors. Most callers want `selector_matches`."""
         return self._program.evaluate({"device": device.activation})
 

@@ -3,18 +3,23 @@ the key finder."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import lark
 
 from .cost import ParseTree
 
+# A child of a celpy parse tree: a subtree or a token (lark's `Branch[Token]`). celpy's grammar
+# fixes which at each position (a call's arguments and a macro's variable and body are trees),
+# and the readers index them as such without re-checking what the parser already decided.
+Node: TypeAlias = Any
 
-def children(node: object) -> list[Any]:
+
+def children(node: object) -> list[Node]:
     return list(node.children) if isinstance(node, lark.Tree) else []
 
 
-def simple_ident(tree: Any) -> lark.Token | None:
+def simple_ident(tree: object) -> lark.Token | None:
     """The identifier token if `tree` is nothing but a bare name."""
     while isinstance(tree, lark.Tree) and len(tree.children) == 1:
         if tree.data == "ident":
@@ -24,7 +29,7 @@ def simple_ident(tree: Any) -> lark.Token | None:
     return None
 
 
-def ident_name(tree: Any) -> str:
+def ident_name(tree: object) -> str:
     """The bound variable of a comprehension or cel.bind (checked at compile)."""
     token = simple_ident(tree)
     return str(token) if token is not None else ""

@@ -6,7 +6,6 @@ instead of matching nothing."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import lark
 import re2
@@ -20,10 +19,10 @@ from .cost import ParseTree
 from .errors import CelError
 from .evaluator import ENV
 from .library import ARITY, BUILTINS, COMPREHENSIONS, EXTENSIONS, VARIABLES, regex
-from .tree import children, is_constant, simple_ident, token
+from .tree import Node, children, is_constant, simple_ident, token
 
 
-def _call_sites(ast: ParseTree) -> Iterator[tuple[lark.Token, list[Any], Any]]:
+def _call_sites(ast: ParseTree) -> Iterator[tuple[lark.Token, list[Node], Node | None]]:
     """Yields (name token, argument trees, receiver tree or None) for each call."""
     for node in ast.iter_subtrees():
         if node.data == "ident_arg":
@@ -34,7 +33,7 @@ def _call_sites(ast: ParseTree) -> Iterator[tuple[lark.Token, list[Any], Any]]:
             yield token(node.children[1]), args, node.children[0]
 
 
-def _check_regex(expression: str, name: lark.Token, args: list[Any]) -> None:
+def _check_regex(expression: str, name: lark.Token, args: list[Node]) -> None:
     """A constant pattern of `matches` must be RE2 (cel-go compiles it with the program)."""
     if not args or not is_constant(args[-1]):
         return
@@ -50,7 +49,7 @@ def _check_regex(expression: str, name: lark.Token, args: list[Any]) -> None:
                            name.line, name.column) from None
 
 
-def _check_literal(expression: str, name: lark.Token, args: list[Any]) -> None:
+def _check_literal(expression: str, name: lark.Token, args: list[Node]) -> None:
     """Reject `quantity("80GB")`-style typos now rather than at every evaluation."""
     if name.value not in ("quantity", "semver") or not all(is_constant(a) for a in args):
         return
@@ -63,7 +62,7 @@ def _check_literal(expression: str, name: lark.Token, args: list[Any]) -> None:
         pass  # a wrong argument type is reported as a non-match at evaluation
 
 
-def _check_macro(expression: str, name: lark.Token, args: list[Any], receiver: Any) -> str:
+def _check_macro(expression: str, name: lark.Token, args: list[Node], receiver: Node | None) -> str:
     """Validates a comprehension or `cel.bind` call; returns the variable it binds."""
     is_bind = name.value == "bind"
     if is_bind:
@@ -79,7 +78,7 @@ def _check_macro(expression: str, name: lark.Token, args: list[Any], receiver: A
     return str(var)
 
 
-def _check_call(expression: str, name: lark.Token, args: list[Any], receiver: Any) -> None:
+def _check_call(expression: str, name: lark.Token, args: list[Node], receiver: Node | None) -> None:
     fn, total = name.value, len(args) + (receiver is not None)
     if fn in ("has", "dyn") and receiver is None:
         if total != 1:

@@ -8,7 +8,7 @@ ends (and the tests) call the same code without a policy server.
 from __future__ import annotations  # noqa: I001  (the checks below register in this order)
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from modelplane.json_types import JsonMapping
 
 from . import (  # noqa: F401  (importing registers the checks, in this order)
     usable_gpu_memory,
@@ -49,7 +49,7 @@ def place(fleet: Fleet, observed: Mapping[str, Mapping[str, int]] | None = None,
     return place_fleet(fleet, accounting=accounting, observed=observed)
 
 
-def _placement(fleet: Fleet, placement: FleetPlacement | Mapping[str, Any] | None,
+def _placement(fleet: Fleet, placement: FleetPlacement | JsonMapping | None,
                observed: Mapping[str, Mapping[str, int]] | None) -> FleetPlacement:
     if placement is None:
         return place(fleet, observed)
@@ -58,7 +58,7 @@ def _placement(fleet: Fleet, placement: FleetPlacement | Mapping[str, Any] | Non
     return placement
 
 
-def levels_from_config(config: Mapping[str, Any] | None) -> dict[str, str]:
+def levels_from_config(config: JsonMapping | None) -> dict[str, str]:
     """Levels from a --policy-pack-config style document: {"policy": "advisory"} or
     {"policy": {"enforcementLevel": "advisory", ...}}."""
     levels: dict[str, str] = {}
@@ -80,11 +80,11 @@ def run_check(name: str, ctx: CheckContext) -> list[Finding]:
     return list(CHECKS[name].run(ctx))
 
 
-def run_checks(fleet: Fleet, placement: FleetPlacement | Mapping[str, Any] | None = None,
+def run_checks(fleet: Fleet, placement: FleetPlacement | JsonMapping | None = None,
                observed: Mapping[str, Mapping[str, int]] | None = None,
                program: Iterable[ProgramResource] | None = None, *,
                levels: Mapping[str, str] | None = None,
-               options: Mapping[str, Mapping[str, Any]] | None = None) -> list[Finding]:
+               options: Mapping[str, JsonMapping] | None = None) -> list[Finding]:
     """Every finding of every enabled check, in registry order, at its effective level.
 
     `placement` is a FleetPlacement or its JSON; None places the fleet here (declared

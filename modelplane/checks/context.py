@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api import Fleet
 from modelplane.api.common import KindObject
+from modelplane.json_types import JsonMapping, JsonValue
 from modelplane.scheduler import FleetPlacement
 
 
@@ -21,7 +21,7 @@ class ProgramResource:
 
     type: str
     name: str
-    props: Mapping[str, Any]
+    props: JsonMapping
     # False when the analyzer could not tell secrets from plain values; the checks then skip
     # the "must be a secret" rule instead of flagging every value.
     secrets_marked: bool = True
@@ -33,7 +33,7 @@ class CheckContext:
     placement: FleetPlacement | None = None    # None when nothing could be placed
     observed: Mapping[str, Mapping[str, int]] | None = None
     program: list[ProgramResource] = field(default_factory=list)
-    options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    options: Mapping[str, JsonMapping] = field(default_factory=dict)
 
     def ref(self, obj: KindObject) -> str:
         """`Kind/namespace/name (source)`, the resource half of every message."""
@@ -43,5 +43,5 @@ class CheckContext:
         source = self.fleet.source_of(obj)
         return f"{text} ({source})" if source != "<unknown>" else text
 
-    def option(self, policy: str, key: str, default: Any = None) -> Any:
+    def option(self, policy: str, key: str, default: JsonValue = None) -> JsonValue:
         return (self.options.get(policy) or {}).get(key, default)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
+from modelplane.json_types import JsonValue
 from modelplane.redact import secret_like
 
 from .context import CheckContext, ProgramResource
@@ -27,7 +27,7 @@ class SecretString(str):
     __slots__ = ()
 
 
-def _literal(value: Any) -> bool:
+def _literal(value: object) -> bool:
     return isinstance(value, str) and value != "" and not _SUBSTITUTION.fullmatch(value)
 
 
@@ -76,7 +76,7 @@ def _fleet_findings(ctx: CheckContext) -> Iterable[Finding]:
     # every command and this check see only clean URLs.
 
 
-def _walk(value: Any, path: str) -> Iterable[tuple[str, str, Any]]:
+def _walk(value: JsonValue, path: str) -> Iterable[tuple[str, str, JsonValue]]:
     """(path, key, value) for every mapping entry below `value`."""
     if isinstance(value, Mapping):
         for key in value:

@@ -6,9 +6,8 @@ EKS/GKE nodes from these."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.json_types import JsonObject
 from modelplane.vocabulary import LABEL_EFA, LABEL_POOL, LABEL_ROLE
 
 from .aws import efa_mode
@@ -44,7 +43,7 @@ def provisioned_node_labels(fleet: Fleet, cluster: InferenceCluster, pool: NodeP
 
 
 def gang_zone_affinity(cluster: InferenceCluster, workload_label: str, workload: str, gang_index_key: str
-                       ) -> dict[str, Any] | None:
+                       ) -> JsonObject | None:
     """A required pod affinity that keeps every pod of one gang copy in one zone, on sources
     whose nodes carry the zone label (None elsewhere: a term whose topology key a node lacks
     filters the node out). Pods of the copy are the workload's pods with the same gang index

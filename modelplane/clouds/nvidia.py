@@ -16,9 +16,9 @@ https://cloud.google.com/kubernetes-engine/docs/how-to/set-up-dra).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from modelplane.api import Fleet, NodePool
+from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.vocabulary import NVIDIA_DRIVER
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
@@ -31,16 +31,16 @@ GPU_TAINT = {"key": GPU_TAINT_KEY, "value": "present", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 DRA_KUBELET_PLUGIN_TOLERATIONS: tuple[dict[str, str], ...] = (GPU_TOLERATION,)
 
-NodeSelectorTerm = Mapping[str, Any]
+NodeSelectorTerm = JsonMapping
 
 
-def _term(key: str, value: str) -> dict[str, Any]:
+def _term(key: str, value: str) -> JsonObject:
     return {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}
 
 
 # kubeletPlugin.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
 # .nodeSelectorTerms of the chart's values.yaml (terms are ORed, expressions ANDed).
-DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS: tuple[dict[str, Any], ...] = (
+DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS: tuple[JsonObject, ...] = (
     _term("feature.node.kubernetes.io/pci-10de.present", "true"),
     _term("feature.node.kubernetes.io/pci-0302_10de.present", "true"),
     _term("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
@@ -49,7 +49,7 @@ DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS: tuple[dict[str, Any], ...] = (
 )
 
 
-def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+def _expression_matches(expression: JsonMapping, labels: Mapping[str, str]) -> bool:
     key, op = expression["key"], expression["operator"]
     values = list(expression.get("values") or [])
     if op == "In":

@@ -7,9 +7,8 @@ and the `cloud-pool-provisioning` check (which says so at `lint`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.api.inference_class import EksProvisioning, GkeProvisioning
 
 # The block each provisioned source reads, and what the source takes from it.
 PROVISIONING_BLOCKS: dict[str, tuple[str, str]] = {
@@ -18,14 +17,16 @@ PROVISIONING_BLOCKS: dict[str, tuple[str, str]] = {
 }
 
 
-def pool_provisioning_block(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> Any:
+def pool_provisioning_block(fleet: Fleet, cluster: InferenceCluster, pool: NodePool
+                            ) -> EksProvisioning | GkeProvisioning | None:
     """The class's `provisioning.<block>` for a GPU pool of an EKS/GKE cluster, or None when it
     has none (or the source provisions nothing)."""
     block = PROVISIONING_BLOCKS.get(cluster.source)
     klass = fleet.classes.get(pool.class_name or "")
     if block is None or klass is None or klass.spec.provisioning is None:
         return None
-    return getattr(klass.spec.provisioning, block[0])
+    found: EksProvisioning | GkeProvisioning | None = getattr(klass.spec.provisioning, block[0])
+    return found
 
 
 def provisioning_problem(fleet: Fleet, cluster: InferenceCluster, pool: NodePool) -> str | None:

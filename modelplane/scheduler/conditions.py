@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from modelplane.json_types import JsonObject
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class Condition:
     reason: str
     message: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"type": self.type, "status": self.status, "reason": self.reason,
                 "message": self.message}
 

@@ -7,7 +7,9 @@ index of 10**70 is an error here, never an OverflowError or a 71-character label
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Final
+
+from modelplane.json_types import JsonValue
 
 # Where in the document a value sits, as a tuple of keys and indexes: formatted only
 # when an error is raised, so reading 20,000 replicas builds no path strings.
@@ -26,7 +28,7 @@ class _Required:
     pass
 
 
-REQUIRED: Any = _Required()
+REQUIRED: Final = _Required()
 
 
 def at(where: Where) -> str:
@@ -40,13 +42,13 @@ _KIND_NAMES: dict[type, str] = {str: "a string", int: "an integer", bool: "a boo
                                 dict: "an object", float: "a number"}
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     if value is None:
         return "null"
     return _KIND_NAMES.get(type(value), type(value).__name__)
 
 
-def need(obj: Any, key: str, kind: type, where: Where, default: Any = REQUIRED) -> Any:
+def need(obj: JsonValue, key: str, kind: type, where: Where, default: JsonValue | _Required = REQUIRED) -> JsonValue:
     """`obj[key]`, of `kind` (bool is not an int); `default` when absent, if given."""
     if not isinstance(obj, dict):
         raise PlacementFormatError(f"{at(where)}: expected an object")
@@ -62,7 +64,8 @@ def need(obj: Any, key: str, kind: type, where: Where, default: Any = REQUIRED) 
     return value
 
 
-def count(obj: Any, key: str, where: Where, default: Any = REQUIRED, *, most: int = MAX_COUNT) -> int:
+def count(obj: JsonValue, key: str, where: Where, default: JsonValue | _Required = REQUIRED, *,
+          most: int = MAX_COUNT) -> int:
     """A whole number from 0 to `most`."""
     value = need(obj, key, int, where, default)
     if not 0 <= value <= most:
@@ -71,7 +74,7 @@ def count(obj: Any, key: str, where: Where, default: Any = REQUIRED, *, most: in
     return int(value)
 
 
-def optional_string(obj: Any, key: str, where: Where) -> str | None:
+def optional_string(obj: JsonValue, key: str, where: Where) -> str | None:
     """A string, or null / absent."""
     value = obj.get(key) if isinstance(obj, dict) else None
     if value is not None and not isinstance(value, str):
@@ -79,21 +82,21 @@ def optional_string(obj: Any, key: str, where: Where) -> str | None:
     return value
 
 
-def strings(value: Any, where: Where) -> dict[str, str]:
+def strings(value: JsonValue, where: Where) -> dict[str, str]:
     """An object whose values are strings."""
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise PlacementFormatError(f"{at(where)}: expected an object of strings")
     return value
 
 
-def counts(value: Any, where: Where, what: str) -> dict[str, int]:
+def counts(value: JsonValue, where: Where, what: str) -> dict[str, int]:
     """An object whose values are whole numbers from 0 to MAX_COUNT (`what` names them)."""
     if not isinstance(value, dict):
         raise PlacementFormatError(f"{at(where)}: expected an object of {what}, got {json_type(value)}")
     return {str(k): count(value, k, where) for k in value}
 
 
-def string_list(value: Any, where: Where, what: str) -> list[str]:
+def string_list(value: JsonValue, where: Where, what: str) -> list[str]:
     """An array of strings (`what` names them)."""
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise PlacementFormatError(f"{at(where)}: expected a list of {what}")

@@ -3,7 +3,7 @@ CLI and the Pulumi preview print the same words."""
 
 from __future__ import annotations
 
-from typing import Any
+from modelplane.json_types import JsonObject
 
 from .types import DeploymentPlacement, FleetPlacement, Unplaced
 
@@ -56,10 +56,10 @@ def budget_lines(fp: FleetPlacement) -> list[str]:
     return out
 
 
-def summary(d: DeploymentPlacement) -> dict[str, Any]:
+def summary(d: DeploymentPlacement) -> JsonObject:
     """What a deployment's stack output adds under a policy: its placementPolicy block
     and the verdict of every unplaced replica (empty when there is neither)."""
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     block = d.policy.to_json() if d.policy is not None else {}
     if block:
         out["placementPolicy"] = block

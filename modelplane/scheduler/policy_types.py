@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 
 from .conditions import Condition
 from .jsonfields import PlacementFormatError, Where, at, count, counts, need, optional_string, strings
@@ -19,7 +20,7 @@ FITS_AFTER_SCALE_UP = "FitsAfterScaleUp"
 BLOCKED = "Blocked"
 
 
-def condition_from_json(c: Any, where: Where) -> Condition:
+def condition_from_json(c: JsonValue, where: Where) -> Condition:
     return Condition(need(c, "type", str, where), need(c, "status", str, where),
                      need(c, "reason", str, where), need(c, "message", str, where, ""))
 
@@ -33,8 +34,8 @@ class Feasibility:
     cluster: str | None = None                     # FitsAfterScaleUp: where
     scale_up: Mapping[str, int] = field(default_factory=dict)   # pool -> nodes to add
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"verdict": self.verdict, "message": self.message}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"verdict": self.verdict, "message": self.message}
         if self.cluster is not None:
             out["cluster"] = self.cluster
         if self.scale_up:
@@ -42,7 +43,7 @@ class Feasibility:
         return out
 
     @classmethod
-    def from_json(cls, data: Any, where: Where) -> Feasibility | None:
+    def from_json(cls, data: JsonValue, where: Where) -> Feasibility | None:
         if data is None:
             return None
         scale = counts(need(data, "scaleUp", dict, where, {}), (*where, "scaleUp"), "node counts per pool")
@@ -60,11 +61,11 @@ class Move:
     from_tier: str = ""
     to_tier: str = ""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"from": self.from_, "to": self.to, "fromTier": self.from_tier, "toTier": self.to_tier}
 
     @classmethod
-    def from_json(cls, m: Any, where: Where) -> Move:
+    def from_json(cls, m: JsonValue, where: Where) -> Move:
         return cls(need(m, "from", str, where), need(m, "to", str, where),
                    need(m, "fromTier", str, where, ""), need(m, "toTier", str, where, ""))
 
@@ -75,14 +76,14 @@ class SpreadStatus:
     groups: Mapping[str, int]                      # group -> replicas of this deployment
     ungrouped: int = 0                             # replicas on clusters without the label
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"topologyKey": self.topology_key, "groups": dict(self.groups)}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"topologyKey": self.topology_key, "groups": dict(self.groups)}
         if self.ungrouped:
             out["ungrouped"] = self.ungrouped
         return out
 
     @classmethod
-    def from_json(cls, data: Any, where: Where) -> SpreadStatus:
+    def from_json(cls, data: JsonValue, where: Where) -> SpreadStatus:
         groups = counts(need(data, "groups", dict, where, {}), (*where, "groups"), "replica counts per group")
         return cls(need(data, "topologyKey", str, where), groups, count(data, "ungrouped", where, 0))
 
@@ -99,8 +100,8 @@ class PolicyStatus:
     # replicas the previous document marks `"ready": false` (read only; never written)
     not_ready: frozenset[str] = frozenset()
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {}
         if self.tiers:
             out["tiers"] = dict(self.tiers)
             out["returnStreak"] = self.return_streak
@@ -110,7 +111,7 @@ class PolicyStatus:
         return out
 
     @classmethod
-    def from_deployment_json(cls, d: Mapping[str, Any], where: Where) -> PolicyStatus | None:
+    def from_deployment_json(cls, d: JsonMapping, where: Where) -> PolicyStatus | None:
         """The carried-over state from one deployment of a previous placement document,
         or None when it has none."""
         not_ready = set()
@@ -142,15 +143,15 @@ class BudgetStatus:
     refused: int = 0                                         # replicas not placed or dropped for it
     condition: Condition | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "maxDevices": self.max_devices, "used": self.used,
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"name": self.name, "maxDevices": self.max_devices, "used": self.used,
                                "deployments": list(self.deployments), "refusedReplicas": self.refused}
         if self.condition is not None:
             out["conditions"] = [self.condition.to_json()]
         return out
 
     @classmethod
-    def from_json(cls, data: Any, where: Where) -> BudgetStatus:
+    def from_json(cls, data: JsonValue, where: Where) -> BudgetStatus:
         deployments = need(data, "deployments", list, where, [])
         if not all(isinstance(d, str) for d in deployments):
             raise PlacementFormatError(f"{at((*where, 'deployments'))}: expected a list of \"namespace/name\"")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import lru_cache
-from typing import Any
 
 
 class Reason(str):
@@ -33,7 +32,7 @@ class Reason(str):
     def message(self) -> str:
         return str.__str__(self)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[type[Reason], tuple[str, str, str]]:
         return (Reason, (self.code, self.plugin, self.message))
 
     def __repr__(self) -> str:

@@ -5,7 +5,8 @@ formatting of the typed placement; one home for `plan` and the Pulumi program.""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+
+from modelplane.json_types import JsonObject
 
 from . import policy_report
 from .ledger import DEFAULT_ACCOUNTING
@@ -102,18 +103,18 @@ def shortfalls(placement: FleetPlacement) -> list[str]:
     return out
 
 
-def replica_summary(d: DeploymentPlacement) -> list[dict[str, Any]]:
+def replica_summary(d: DeploymentPlacement) -> list[JsonObject]:
     return [{"name": r.name, "index": r.index, "cluster": r.cluster,
              "pools": {e: list(p.member_pools) or [p.pool] for e, p in sorted(r.engines.items())}}
             for r in d.replicas]
 
 
-def deployment_summary(d: DeploymentPlacement) -> dict[str, Any]:
+def deployment_summary(d: DeploymentPlacement) -> JsonObject:
     """What the program exports per deployment (`pulumi stack output deployments`)."""
     out = {"desired": d.desired, "replicas": replica_summary(d),
            "conditions": [c.to_json() for c in d.conditions], "explanations": explanations(d)}
     return out | policy_report.summary(d)
 
 
-def deployment_outputs(placement: FleetPlacement) -> dict[str, dict[str, Any]]:
+def deployment_outputs(placement: FleetPlacement) -> dict[str, JsonObject]:
     return {f"{d.namespace}/{d.name}": deployment_summary(d) for d in placement.deployments}

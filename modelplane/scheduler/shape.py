@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from modelplane.api import Fleet, ModelDeployment, NodePool
 from modelplane.clouds.zones import nodes_per_zone, pool_zones
+from modelplane.json_types import JsonMapping
 from modelplane.storage import cache_storage_problem
 
 from .ledger import ObservedCapacity, ObservedPool
@@ -105,7 +106,7 @@ class DeploymentShape:
         return next((e for e in self.engines if e.name == name), None)
 
 
-def labels_of(mapping: Any) -> Labels:
+def labels_of(mapping: Mapping[str, str | None] | None) -> Labels:
     """matchLabels (or any label mapping) as sorted (key, value) pairs."""
     if not mapping:
         return ()
@@ -182,8 +183,8 @@ class DeviceKind:
     device_class_name: str | None
     count: int                # devices of this kind per node
     driver: str
-    attributes_raw: Mapping[str, Any]
-    capacity_raw: Mapping[str, Any]
+    attributes_raw: JsonMapping     # as DeviceView.from_spec reads them (AttributeValue.raw())
+    capacity_raw: JsonMapping
 
 
 @dataclass(eq=False)

@@ -7,9 +7,9 @@ import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from modelplane.api.model_deployment import MAX_REPLICAS
+from modelplane.json_types import JsonObject, JsonValue
 
 from .conditions import Condition
 from .jsonfields import PlacementFormatError, Where, at, count, need, optional_string, string_list, strings
@@ -40,12 +40,12 @@ class ResolvedRequest:
     def selectors(self) -> tuple[str, ...]:
         return self.cels
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"name": self.name, "deviceClassName": self.device_class_name, "count": self.count,
                 "selectors": list(self.cels)}
 
     @classmethod
-    def from_json(cls, q: Any, where: Where) -> ResolvedRequest:
+    def from_json(cls, q: JsonValue, where: Where) -> ResolvedRequest:
         if not isinstance(q, dict):
             raise PlacementFormatError(f"{at(where)}: expected an object")
         device_class = q.get("deviceClassName")
@@ -79,15 +79,15 @@ class EnginePlacement:
         """The one zone every copy runs in (what the renderers pin), or None."""
         return self.zones[0] if self.zones and len(set(self.zones)) == 1 else None
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"pool": self.pool, "members": list(self.member_pools),
+    def to_json(self) -> JsonObject:
+        out: JsonObject = {"pool": self.pool, "members": list(self.member_pools),
                                "requests": [[q.to_json() for q in member] for member in self.requests]}
         if self.zones:
             out["zones"] = list(self.zones)
         return out
 
     @classmethod
-    def from_json(cls, e: Any, where: Where) -> EnginePlacement:
+    def from_json(cls, e: JsonValue, where: Where) -> EnginePlacement:
         members = string_list(need(e, "members", list, where, []), (*where, "members"), "pool names")
         requests = []
         # per member, its resolved requests; absent in documents written before they were recorded
@@ -107,7 +107,7 @@ class PlacedReplica:
     cluster: str
     engines: dict[str, EnginePlacement]
 
-    def to_json(self, engine: Callable[[EnginePlacement], object] | None = None) -> dict[str, Any]:
+    def to_json(self, engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
         """`engine`: how to write each engine placement (its `to_json` by default)."""
         return {
             "name": self.name,
@@ -118,7 +118,7 @@ class PlacedReplica:
         }
 
     @classmethod
-    def from_json(cls, r: Any, where: Where) -> PlacedReplica:
+    def from_json(cls, r: JsonValue, where: Where) -> PlacedReplica:
         engines = {name: EnginePlacement.from_json(e, (*where, "engines", name))
                    for name, e in need(r, "engines", dict, where).items()}
         return cls(name=need(r, "name", str, where), index=count(r, "index", where, most=MAX_REPLICA_INDEX),
@@ -132,7 +132,7 @@ class Unplaced:
     reasons: Mapping[str, Reason]
     feasibility: Feasibility | None = None   # policies: NotFeasible, FitsAfterScaleUp or Blocked
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         out = {"index": self.index, "reasons": dict(self.reasons)}
         if self.feasibility is not None:
             out["feasibility"] = self.feasibility.to_json()
@@ -148,11 +148,11 @@ class Failover:
     cluster: str
     to: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {"from": self.from_, "cluster": self.cluster, "to": self.to}
 
     @classmethod
-    def from_json(cls, data: Any, where: Where) -> Failover:
+    def from_json(cls, data: JsonValue, where: Where) -> Failover:
         return cls(need(data, "from", str, where), need(data, "cluster", str, where),
                    optional_string(data, "to", where))
 
@@ -177,7 +177,7 @@ class DeploymentPlacement:
         return next((c for c in self.conditions if c.type == type_), None)
 
     def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
-                engine: Callable[[EnginePlacement], object] | None = None) -> dict[str, Any]:
+                engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
         """`reasons`: how to write each unplaced replica's reasons (a copy of the mapping by
         default); `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
         return {
@@ -191,12 +191,12 @@ class DeploymentPlacement:
             **({"failover": [f.to_json() for f in self.failover]} if self.failover else {}),
         }
 
-    def _policy_json(self) -> dict[str, Any]:
+    def _policy_json(self) -> JsonObject:
         block = self.policy.to_json() if self.policy is not None else {}
         return {"placementPolicy": block} if block else {}
 
     @classmethod
-    def from_json(cls, d: Any, where: Where) -> DeploymentPlacement:
+    def from_json(cls, d: JsonValue, where: Where) -> DeploymentPlacement:
         replicas = [PlacedReplica.from_json(r, (*where, "replicas", j))
                     for j, r in enumerate(need(d, "replicas", list, where, []))]
         conditions = [condition_from_json(c, (*where, "conditions", j))
@@ -228,11 +228,11 @@ class DeploymentPlacement:
 
 
 def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Reason]], object] | None = None
-                   ) -> list[dict[str, Any]]:
+                   ) -> list[JsonObject]:
     """Every unplaced replica of a deployment has the same per-cluster reasons (one fill
     refused them all): written once, then `"reasonsOf": <that replica's index>`. With a
     thousand clusters the copies were most of a placement's JSON."""
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     first: Unplaced | None = None
     for u in unplaced:
         entry = u.to_json()
@@ -263,8 +263,8 @@ class FleetPlacement:
         return {(d.namespace, d.name): d for d in reversed(self.deployments)}
 
     def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
-                engine: Callable[[EnginePlacement], object] | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"deployments": [d.to_json(reasons, engine) for d in self.deployments]}
+                engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
+        out: JsonObject = {"deployments": [d.to_json(reasons, engine) for d in self.deployments]}
         if self.budgets:
             out["budgets"] = [b.to_json() for b in self.budgets]
         return out
@@ -307,7 +307,7 @@ class FleetPlacement:
         return "".join(out)
 
     @classmethod
-    def from_json(cls, data: Any) -> FleetPlacement:
+    def from_json(cls, data: JsonValue) -> FleetPlacement:
         """A placement read back from `to_json` output; PlacementFormatError naming the
         JSON path of the first field that does not follow the schema."""
         deployments = [DeploymentPlacement.from_json(d, ("deployments", i))
