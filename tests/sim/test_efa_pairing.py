@@ -5,7 +5,6 @@ root on both kinds of device as the NVIDIA DRA driver and DRANET do (modelplane.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from modelplane.plan import plan_fleet
 from modelplane.scheduler import place_fleet
 from modelplane.vocabulary import ATTRIBUTE_PCIE_ROOT
 from sim import KubeClient, SimFleet
+from tests.sim.stack import wait_for
 from tests.unit.render.cloudfleet import EFA_REQUEST, GPU_REQUEST, dra_efa_class, gang_requesting
 
 pytestmark = [pytest.mark.sim]
@@ -39,14 +39,11 @@ def _fleet(directory: Path) -> Path:
     return directory
 
 
-def _allocated(kube: KubeClient, want: int, timeout: float = 120) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + timeout
-    while True:
-        claims = [c for c in kube.items("/apis/resource.k8s.io/v1/namespaces/ml-team/resourceclaims")
-                  if (c.get("status") or {}).get("allocation")]
-        if len(claims) >= want or time.monotonic() > deadline:
-            return claims
-        time.sleep(1)
+def _allocated(kube: KubeClient, want: int) -> list[dict[str, Any]] | None:
+    """The allocated claims once there are `want` of them (wait_for polls it)."""
+    claims = [c for c in kube.items("/apis/resource.k8s.io/v1/namespaces/ml-team/resourceclaims")
+              if (c.get("status") or {}).get("allocation")]
+    return claims if len(claims) >= want else None
 
 
 @pytest.mark.timeout(600)
@@ -66,7 +63,7 @@ def test_a_gangs_gpus_and_dranet_efas_are_allocated_in_pairs_under_one_pcie_root
     with KubeClient.from_kubeconfig(kubeconfigs["eks-efa"]) as kube:
         for obj in objects:
             kube.create(obj, exist_ok=True)
-        claims = _allocated(kube, 2)
+        claims = wait_for("both pods' claims allocated", lambda: _allocated(kube, 2), timeout=120, interval=1)
         slices = kube.items("/apis/resource.k8s.io/v1/resourceslices")
     assert len(claims) == 2, [c["metadata"]["name"] for c in claims]
     root = {(s["spec"]["pool"]["name"], d["name"]): d["attributes"][ATTRIBUTE_PCIE_ROOT]["string"]
