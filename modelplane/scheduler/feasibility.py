@@ -29,7 +29,7 @@ from modelplane.api import InferenceCluster
 
 from .budget import BudgetBook, book
 from .cycle import Cycle, DeploymentState
-from .ledger import DevicePool, Ledger, NodePool, ObservedCapacity, PoolState, Trial, Usage
+from .ledger import DevicePool, Ledger, NodePool, ObservedCapacity, PoolState, Trial, Usage, fresh_nodes
 from .placement import EngineOptions, member_usage, no_pool_reason, place_engine
 from .plugins.gang_zones import PLUGIN as GANG_ZONES
 from .plugins.gang_zones import GangDemand, assign_zones, gang_demands
@@ -384,14 +384,7 @@ def _nodes_to_add(state: PoolState, usages: list[Usage], per_node: tuple[int, ..
         for _ in range(pods):
             if not DevicePool._place(groups, per_pod):
                 failed.append(per_pod)
-    fresh: dict[tuple[int, ...], int] = {}
-    added = 0
-    for per_pod in sorted(failed, key=lambda p: -sum(p)):
-        if not DevicePool._place(fresh, per_pod):
-            fresh[per_node] = fresh.get(per_node, 0) + 1
-            added += 1
-            DevicePool._place(fresh, per_pod)
-    return state.overdraft + added
+    return state.overdraft + fresh_nodes(failed, per_node)
 
 
 def _grown(state: PoolState, n: int, per_node: tuple[int, ...]) -> PoolState:

@@ -269,3 +269,17 @@ class Trial:
         for key, state in self._touched.items():
             self._parent.put(key, state)
         self._touched = {}
+
+
+def fresh_nodes(per_pods: Iterable[tuple[int, ...]], per_node: tuple[int, ...]) -> int:
+    """How many fresh nodes of `per_node` free devices the pods (each its devices per kind)
+    take, packed largest first, best fit (DevicePool's rule): what a scale-up must add for pods
+    no current node holds, and what one gang copy takes of a zone."""
+    fresh: dict[tuple[int, ...], int] = {}
+    added = 0
+    for per_pod in sorted(per_pods, key=lambda p: -sum(p)):
+        if not DevicePool._place(fresh, per_pod):
+            fresh[per_node] = fresh.get(per_node, 0) + 1
+            added += 1
+            DevicePool._place(fresh, per_pod)
+    return added

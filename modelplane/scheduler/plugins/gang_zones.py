@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Keeping, Key, Reservation
-from modelplane.scheduler.ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage
+from modelplane.scheduler.ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage, fresh_nodes
 from modelplane.scheduler.ledger_stage import add_zones
 from modelplane.scheduler.matching import Matcher, MemberMatch
 from modelplane.scheduler.placement import place_replica
@@ -164,14 +164,7 @@ def copy_nodes(usages: tuple[Usage, ...], per_node: tuple[int, ...], accounting:
     or the fresh nodes they pack onto best fit (Device accounting)."""
     if accounting == "Node":
         return sum(pods for pods, _ in usages)
-    fresh = DevicePool({})
-    nodes = 0
-    for per_pod in sorted((p for pods, p in usages for _ in range(pods)), key=lambda p: -sum(p)):
-        if not DevicePool._place(fresh.groups, per_pod):
-            fresh.groups[per_node] = fresh.groups.get(per_node, 0) + 1
-            nodes += 1
-            DevicePool._place(fresh.groups, per_pod)
-    return nodes
+    return fresh_nodes((p for pods, p in usages for _ in range(pods)), per_node)
 
 
 def shortfall(ledger: Ledger | Trial, cluster: ClusterView, demand: GangDemand, accounting: str) -> Reason:
