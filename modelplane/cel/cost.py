@@ -29,6 +29,8 @@ from dataclasses import dataclass, field, replace
 
 import lark
 
+from .tree import ParseTree, children, simple_ident
+
 # k8s.io/api/resource/v1: CELSelectorExpressionMaxLength, CELSelectorExpressionMaxCost.
 MAX_EXPRESSION_LENGTH = 10 * 1024
 MAX_COST = 1_000_000
@@ -44,8 +46,6 @@ MAX_DRIVER_LENGTH = 63            # DriverNameMaxLength
 MAX_ATTRIBUTE_VALUE_LENGTH = 64   # DeviceAttributeMaxValueLength
 
 UNKNOWN = 2**64 - 1               # cel-go's "unknown size / cost": saturates
-
-ParseTree = lark.Tree[lark.Token]
 
 # cel-go's cost constants (common/cost.go).
 SELECT_COST = 1
@@ -306,9 +306,9 @@ class Estimator:
 
     def _member_dot_arg(self, tree: ParseTree) -> Est:
         receiver_tree, name_token = tree.children[0], tree.children[1]
-        args = _children(tree.children[2]) if len(tree.children) > 2 else []
+        args = children(tree.children[2]) if len(tree.children) > 2 else []
         name = str(name_token)
-        if name == "bind" and _ident(receiver_tree) == "cel" and len(args) == 3:
+        if name == "bind" and simple_ident(receiver_tree) == "cel" and len(args) == 3:
             return self._bind(args)
         receiver = self._sub(receiver_tree)
         if name in MACROS and len(args) == 2:
@@ -318,7 +318,7 @@ class Estimator:
     def _bind(self, args: Sequence[object]) -> Est:
         var, init_tree, body_tree = args
         init = self._sub(init_tree)
-        with self._bound(_ident(var), init.costing(0)):
+        with self._bound(simple_ident(var), init.costing(0)):
             body = self._sub(body_tree)
         return body.costing(_add(BIND_COST, init.cost, body.cost))
 
@@ -326,7 +326,7 @@ class Estimator:
         items = receiver.size
         # ranging over a map binds its keys, over a list its elements
         var = (receiver.key if receiver.kind == "map" else receiver.elem) or ANY
-        with self._bound(_ident(args[0]), var.costing(0)):
+        with self._bound(simple_ident(args[0]), var.costing(0)):
             body = self._sub(args[1])
         cost = _add(receiver.cost, MACRO_BASE_COST[name], _mul(items, _add(MACRO_STEP_COST[name], body.cost)))
         if name == "map":
@@ -375,13 +375,13 @@ class Estimator:
 
     def _ident_arg(self, tree: ParseTree) -> Est:
         name = str(tree.children[0])
-        args = _children(tree.children[1]) if len(tree.children) > 1 else []
+        args = children(tree.children[1]) if len(tree.children) > 1 else []
         return self._call(name, None, [self._sub(a) for a in args])
 
     _dot_ident_arg = _ident_arg
 
     def _list_lit(self, tree: ParseTree) -> Est:
-        items = [self._sub(c) for c in _children(tree.children[0])] if tree.children else []
+        items = [self._sub(c) for c in children(tree.children[0])] if tree.children else []
         elem = items[0] if items else None
         for item in items[1:]:
             elem = _union(elem, item) if elem else item
@@ -389,7 +389,7 @@ class Estimator:
                    elem=elem.costing(0) if elem else None)
 
     def _map_lit(self, tree: ParseTree) -> Est:
-        parts = [self._sub(c) for c in _children(tree.children[0])] if tree.children else []
+        parts = [self._sub(c) for c in children(tree.children[0])] if tree.children else []
         keys, values = parts[0::2], parts[1::2]
         key = keys[0] if keys else None
         value = values[0] if values else None
@@ -413,19 +413,6 @@ class _Binding:
     def __exit__(self, *exc: object) -> None:
         if self.name is not None:
             self.scope[self.name].pop()
-
-
-def _children(node: object) -> list[object]:
-    return list(node.children) if isinstance(node, lark.Tree) else []
-
-
-def _ident(tree: object) -> str | None:
-    """The name if `tree` is nothing but an identifier."""
-    while isinstance(tree, lark.Tree) and len(tree.children) == 1:
-        if tree.data == "ident":
-            return str(tree.children[0])
-        tree = tree.children[0]
-    return None
 
 
 def estimated_cost(tree: ParseTree) -> int:

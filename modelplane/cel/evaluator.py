@@ -17,12 +17,11 @@ from .cost import (
     MACROS,
     MAP_CREATE_COST,
     SELECT_COST,
-    ParseTree,
     charge,
 )
 from .grammar import environment
 from .library import CelValue
-from .tree import Node, children, ident_name, simple_ident, subtree
+from .tree import Node, ParseTree, children, ident_name, simple_ident, subtree
 
 
 def _bind_parts(tree: ParseTree) -> tuple[Node, ...] | None:

@@ -12,9 +12,8 @@ import lark
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
-from .cost import ParseTree
 from .evaluator import ENV
-from .tree import is_constant, simple_ident
+from .tree import ParseTree, is_constant, simple_ident
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """Small readers of celpy's lark parse trees, shared by the evaluator, the plan-time checks and
-the key finder."""
+the key finder, and the cost estimator."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any, TypeAlias
 
 import lark
 
-from .cost import ParseTree
+ParseTree = lark.Tree[lark.Token]
 
 # A child of a celpy parse tree: a subtree or a token (lark's `Branch[Token]`). celpy's grammar
 # fixes which at each position (a call's arguments and a macro's variable and body are trees),

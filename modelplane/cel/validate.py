@@ -15,11 +15,10 @@ from celpy.evaluation import CELEvalError
 from modelplane.quantity import QuantityError
 from modelplane.semver import SemverError
 
-from .cost import ParseTree
 from .errors import CelError
 from .evaluator import ENV
 from .library import ARITY, BUILTINS, COMPREHENSIONS, EXTENSIONS, VARIABLES, regex
-from .tree import Node, children, is_constant, simple_ident, token
+from .tree import Node, ParseTree, children, is_constant, simple_ident, token
 
 
 def _call_sites(ast: ParseTree) -> Iterator[tuple[lark.Token, list[Node], Node | None]]:
