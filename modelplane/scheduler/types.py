@@ -14,7 +14,7 @@ from modelplane.json_types import JsonObject, JsonValue
 from .conditions import Condition
 from .jsonfields import PlacementFormatError, Where, at, count, need, optional_string, string_list, strings
 from .policy_types import BudgetStatus, Feasibility, PolicyStatus, condition_from_json
-from .reasons import Reason, recorded
+from .reasons import Reason, messages, recorded, same_words
 
 __all__ = ["REASONS_OF", "Condition", "DeploymentPlacement", "EnginePlacement", "Failover", "FleetPlacement",
            "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced"]
@@ -133,7 +133,7 @@ class Unplaced:
     feasibility: Feasibility | None = None   # policies: NotFeasible, FitsAfterScaleUp or Blocked
 
     def to_json(self) -> JsonObject:
-        out = {"index": self.index, "reasons": dict(self.reasons)}
+        out: JsonObject = {"index": self.index, "reasons": messages(self.reasons)}
         if self.feasibility is not None:
             out["feasibility"] = self.feasibility.to_json()
         return out
@@ -167,7 +167,7 @@ class DeploymentPlacement:
     unplaced: list[Unplaced] = field(default_factory=list)
     # previous replicas not kept, with why (moved, drained, scaled down); for reports,
     # not part of the JSON schema
-    dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list, compare=False)
+    dropped: list[tuple[PlacedReplica, Reason]] = field(default_factory=list, compare=False)
     # spread, tiers, moves; None for a deployment without placementPolicy
     policy: PolicyStatus | None = field(default=None, compare=False)
     # replicas set aside on failed clusters and their replacements (scheduler.failover)
@@ -178,8 +178,8 @@ class DeploymentPlacement:
 
     def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
                 engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
-        """`reasons`: how to write each unplaced replica's reasons (a copy of the mapping by
-        default); `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
+        """`reasons`: how to write each unplaced replica's reasons (the messages by default);
+        `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
         return {
             "namespace": self.namespace,
             "name": self.name,
@@ -235,14 +235,19 @@ def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Rea
     out: list[JsonObject] = []
     first: Unplaced | None = None
     for u in unplaced:
-        entry = u.to_json()
-        if first is not None and (u.reasons is first.reasons or u.reasons == first.reasons):
-            del entry["reasons"]
+        if first is not None and same_words(u.reasons, first.reasons):
+            entry: JsonObject = {"index": u.index}
+            if u.feasibility is not None:
+                entry["feasibility"] = u.feasibility.to_json()
             entry[REASONS_OF] = first.index
+        elif reasons is not None:
+            first = u
+            entry = {"index": u.index, "reasons": reasons(u.reasons)}
+            if u.feasibility is not None:
+                entry["feasibility"] = u.feasibility.to_json()
         else:
             first = u
-            if reasons is not None:
-                entry["reasons"] = reasons(u.reasons)
+            entry = u.to_json()
         out.append(entry)
     return out
 
@@ -297,7 +302,7 @@ class FleetPlacement:
                 texts.append(json.dumps(value(), separators=(",", ":")))
             return mark
 
-        doc = self.to_json(lambda mapping: once(mapping, lambda: dict(mapping)),
+        doc = self.to_json(lambda mapping: once(mapping, lambda: messages(mapping)),
                            lambda engine: once(engine, engine.to_json))
         pieces = json.dumps(doc, separators=(",", ":")).split(f'"\\u0000{nonce}')
         out = [pieces[0]]
