@@ -41,7 +41,6 @@ feasibility's verdict follows it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Self, TypeVar, cast
@@ -323,6 +322,8 @@ class Binding:
         super().__init_subclass__(**kwargs)
         for attr in vars(cls):
             if not attr.startswith("_") and not hasattr(Binding, attr):
+                import difflib  # only to word the error
+
                 near = difflib.get_close_matches(attr, [n for n in vars(Binding) if not n.startswith("_")], n=1)
                 hint = f"did you mean {near[0]!r}? " if near else ""
                 raise TypeError(f"plugin {cls.__qualname__} defines {attr!r}, which is no hook of Binding: "

@@ -9,9 +9,8 @@ time, filter -> score -> reserve over the deployment's plugin bindings:
 3. admit — every `admit` hook may refuse the cluster (spread);
 4. reserve — every `reserve` hook in registry order (the plugin that `places_engines`,
    device fit, places them on the ledger; budgets charge their devices); a refusal undoes
-   the earlier ones
-   (`unreserve`) and charges nothing. On success the replica takes the lowest index this
-   deployment does not use on the cluster.
+   the earlier ones (`unreserve`) and charges nothing. On success the replica takes the
+   lowest index this deployment does not use on the cluster.
 
 A cluster that refuses is not asked again for this deployment: every refusal stays true
 while the deployment fills. The fill stops when the deployment has its replicas or no

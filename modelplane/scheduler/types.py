@@ -7,6 +7,7 @@ import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from modelplane.api.model_deployment import MAX_REPLICAS
 from modelplane.json_types import JsonObject, JsonValue
@@ -19,6 +20,9 @@ from .reasons import Reason, messages, recorded, same_words
 __all__ = ["REASONS_OF", "Condition", "DeploymentPlacement", "EnginePlacement", "Failover", "FleetPlacement",
            "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced"]
 
+# The JSON edge of a Reason, for json.dumps' `default` (the encoder calls it only for what is
+# not JSON already; in a placement that is the Reasons of `unplaced[].reasons`): its message.
+_WORDS = attrgetter("message")
 # An unplaced replica whose reasons are those of an earlier one: its index.
 REASONS_OF = "reasonsOf"
 # No plan gives a replica an index past the replicas a deployment may have, with the ones
@@ -227,6 +231,22 @@ class DeploymentPlacement:
         )
 
 
+def _messages_once() -> Callable[[Mapping[str, Reason]], dict[str, str]]:
+    """`reasons.messages`, worked out once per mapping (deployments refused alike share one)
+    and copied for every further use, so no two places of the document share a dict."""
+    words: dict[int, tuple[Mapping[str, Reason], dict[str, str]]] = {}
+
+    def once(mapping: Mapping[str, Reason]) -> dict[str, str]:
+        hit = words.get(id(mapping))
+        if hit is not None:
+            return dict(hit[1])
+        out = messages(mapping)
+        words[id(mapping)] = (mapping, out)         # holds the mapping: its id stays its own
+        return out
+
+    return once
+
+
 def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Reason]], object] | None = None
                    ) -> list[JsonObject]:
     """Every unplaced replica of a deployment has the same per-cluster reasons (one fill
@@ -269,6 +289,8 @@ class FleetPlacement:
 
     def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
                 engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
+        if reasons is None:
+            reasons = _messages_once()
         out: JsonObject = {"deployments": [d.to_json(reasons, engine) for d in self.deployments]}
         if self.budgets:
             out["budgets"] = [b.to_json() for b in self.budgets]
@@ -279,7 +301,9 @@ class FleetPlacement:
         scheduler shares one reasons mapping between deployments refused alike (hundreds
         on an oversubscribed fleet, most of its JSON) and one engine placement between the
         replicas placed alike (thousands, most of the rest), so each shared one is encoded
-        once and spliced in where a one-off placeholder stands."""
+        once and spliced in where a one-off placeholder stands. Reasons go to the encoder as
+        they are, and it writes each as its message (`_WORDS`, called by the C encoder: a
+        thousand clusters' reasons are not first copied into a dict of strings)."""
         uses: dict[int, int] = {}
         for d in self.deployments:
             if d.unplaced:
@@ -288,7 +312,7 @@ class FleetPlacement:
                 for e in r.engines.values():
                     uses[id(e)] = uses.get(id(e), 0) + 1
         if all(n == 1 for n in uses.values()):
-            return json.dumps(self.to_json(), separators=(",", ":"))
+            return json.dumps(self.to_json(dict), separators=(",", ":"), default=_WORDS)
         nonce = secrets.token_hex(8)
         texts: list[str] = []
         marks: dict[int, str] = {}
@@ -299,12 +323,12 @@ class FleetPlacement:
             mark = marks.get(id(shared))
             if mark is None:
                 mark = marks[id(shared)] = f"\x00{nonce}{len(texts)}\x00"
-                texts.append(json.dumps(value(), separators=(",", ":")))
+                texts.append(json.dumps(value(), separators=(",", ":"), default=_WORDS))
             return mark
 
-        doc = self.to_json(lambda mapping: once(mapping, lambda: messages(mapping)),
+        doc = self.to_json(lambda mapping: once(mapping, lambda: dict(mapping)),
                            lambda engine: once(engine, engine.to_json))
-        pieces = json.dumps(doc, separators=(",", ":")).split(f'"\\u0000{nonce}')
+        pieces = json.dumps(doc, separators=(",", ":"), default=_WORDS).split(f'"\\u0000{nonce}')
         out = [pieces[0]]
         for piece in pieces[1:]:            # "<n>\u0000" then the rest of the document
             n, rest = piece.split('\\u0000"', 1)
