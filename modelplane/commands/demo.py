@@ -38,6 +38,7 @@ from modelplane.commands.parsers import Subparsers
 from modelplane.commands.traffic import format_result, printable, run_split
 from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
+from modelplane.scheduler.refusals import refusal_lines
 
 if TYPE_CHECKING:
     from modelplane.api import Fleet
@@ -111,7 +112,7 @@ def _placement_lines(placement: FleetPlacement) -> list[str]:
         where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"
         lines.append(f"  {dp.namespace}/{dp.name}: {len(dp.replicas)}/{dp.desired} replicas: {where}")
         for u in dp.unplaced:
-            why = "; ".join(f"{c}: {m.message}" for c, m in sorted(u.reasons.items()))
+            why = "; ".join(refusal_lines(u.refusals))
             lines.append(f"    replica {u.index} not placed: {why}")
     return lines
 
