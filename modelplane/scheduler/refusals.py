@@ -138,9 +138,10 @@ class Tally:
     def add(self, why: Reason, n: int, examples: Iterable[tuple[str, Reason]]) -> None:
         """`n` clusters refusing as `why` does, of which `examples` (the first of this part by
         name: at least `EXAMPLES` of them, or all)."""
-        hit = self._groups.get(group_key(why))
+        key = (why.plugin, why.code if why.code != RECORDED else why.message)     # group_key, inline: hot
+        hit = self._groups.get(key)
         if hit is None:
-            hit = self._groups[group_key(why)] = ([0], [])
+            hit = self._groups[key] = ([0], [])
         hit[0][0] += n
         hit[1].extend(examples)
 

@@ -21,12 +21,13 @@ A deployment `place_fleet(explain=...)` names also gets every cluster's reason
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 from .census import Classes, ClassKey, LiveCensus, first, remaining
 from .cycle import Binding, Cycle, DeploymentState, Filtered, Key
 from .reasons import CAPACITY, Reason, resolve
 from .refusals import EXAMPLES, Refusals, Tally, group_key
+from .shape import ClusterView
 
 # per filter key: its refusals by group (the first reason, how many, the first few by name)
 FILTER_PARTS = Key[dict[tuple[object, ...], list[tuple[Reason, int, list[tuple[str, Reason]]]]]]("unplaced.filters")
@@ -37,7 +38,17 @@ CLASSES = Key[dict[str, tuple[int, ClassKey]]]("unplaced.classes")
 NUMBERS = Key[Classes]("unplaced.numbers")
 # per (filter key, knowers' and never hooks' keys, class): what was read of the class whole, when
 # (census.moves then): its first members by name, their reason, whether it is other than capacity
-READ = Key[dict[tuple[object, ...], tuple[int, list[str], Reason, bool]]]("unplaced.read")
+READ = Key[dict[tuple[object, ...], dict[ClassKey, "_Read"]]]("unplaced.read")
+
+
+class _Read:
+    """What was read of a class whole: when (its census's `changed` then), its first members
+    by name with their (one) reason, and whether that reason is other than capacity."""
+
+    __slots__ = ("at", "examples", "other", "why")
+
+    def __init__(self, at: int, examples: list[tuple[str, Reason]], why: Reason, *, other: bool) -> None:
+        self.at, self.examples, self.why, self.other = at, examples, why, other
 
 
 def refusals(cycle: Cycle, st: DeploymentState, filtered: Filtered, knowers: list[Binding]) -> Refusals:
@@ -59,32 +70,43 @@ def refusals(cycle: Cycle, st: DeploymentState, filtered: Filtered, knowers: lis
         for name in attempted:
             skips.setdefault(census.of[name], set()).add(name)
         nevers = st.hooks["never"]
-        read = cycle.get(READ) or cycle.put(READ, {})
+        memo = cycle.get(READ) or cycle.put(READ, {})
         alike = (filtered.key, *((k.name, k.refuses_key) for k in knowers),
                  *((b.name, b.scale_up_key) for b in nevers))
+        read = memo.get(alike)
+        if read is None:
+            read = memo[alike] = {}
+        changed = census.changed
         for key, members in census.members.items():
             skip = skips.get(key)
-            if skip is not None and len(members) == len(skip):
-                continue
-            hit = read.get((alike, key)) if skip is None else None
-            if hit is not None and hit[0] == census.changed.get(key, 0):
-                _, named, why, other = hit
+            if skip is None:
+                hit = read.get(key)
+                if hit is None or hit.at != changed.get(key, 0):
+                    hit = read[key] = _read(st, clusters, members, (), knowers, nevers, changed.get(key, 0))
+                tally.add(hit.why, len(members), hit.examples)
+            elif len(members) > len(skip):
+                hit = _read(st, clusters, members, skip, knowers, nevers, 0)
+                tally.add(hit.why, len(members) - len(skip), hit.examples)
             else:
-                named = first(members, skip or (), EXAMPLES)
-                rep = clusters[named[0]]
-                knower = next((k for k in knowers if k.refuses_already(rep)), None)
-                if knower is None:
-                    raise AssertionError(f"{st.name}: {rep.name} was neither tried nor known to refuse")
-                why = knower.explain(rep)
-                other = why.kind != CAPACITY and all(b.never(rep) is None for b in nevers)
-                if skip is None:
-                    read[(alike, key)] = (census.changed.get(key, 0), named, why, other)
-            tally.add(why, len(members) - len(skip or ()), [(n, why) for n in named])
-            if other:
+                continue
+            if hit.other:
                 for name in remaining(members, skip or ()):
-                    st.known_other[name] = why
+                    st.known_other[name] = hit.why
     by_cluster = _by_cluster(cycle, st, filtered, knowers) if st.key in cycle.explain else None
     return tally.refusals(len(clusters), by_cluster)
+
+
+def _read(st: DeploymentState, clusters: Mapping[str, ClusterView], members: list[str], skip: Collection[str],
+          knowers: list[Binding], nevers: list[Binding], at: int) -> _Read:
+    """A class's members but `skip` read through its first one: its reason, its first few."""
+    named = first(members, skip, EXAMPLES)
+    rep = clusters[named[0]]
+    knower = next((k for k in knowers if k.refuses_already(rep)), None)
+    if knower is None:
+        raise AssertionError(f"{st.name}: {rep.name} was neither tried nor known to refuse")
+    why = knower.explain(rep)
+    other = why.kind != CAPACITY and all(b.never(rep) is None for b in nevers)
+    return _Read(at, [(n, why) for n in named], why, other=other)
 
 
 def _by_cluster(cycle: Cycle, st: DeploymentState, filtered: Filtered, knowers: list[Binding]) -> dict[str, Reason]:
