@@ -8,9 +8,10 @@ it from stack config `modelplane:autoscale`):
      "timeoutSeconds": 5, "ttftWindowSeconds": 2, "prometheusWindow": "2m",
      "drainSeconds": 120, "drainGraceSeconds": 600}
 
-check() runs one pass of the loop (modelplane.autoscale.loop.scale_fleet): it reads the
-metrics (the file; else, for every cluster with a kubeconfig in the `observe` input, each Ready
-serving pod's /metrics through the API server's pod proxy, or the cluster's Prometheus), decides
+check() runs one pass of the loop (modelplane.reconcile_pass; this module only translates the
+props and maps errors to check failures): it reads the metrics (the file; else, for every
+cluster with a kubeconfig in the `observe` input, each Ready serving pod's /metrics through the
+API server's pod proxy, or the cluster's Prometheus), decides
 every autoscaler from the count and history kept in this resource's state, places the decided
 counts (with observed capacity and failover when the clusters are observed), and adds one output
 next to `placement`: `autoscaling`, the state the next check reads (modelplane.autoscale.state).
@@ -26,7 +27,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from modelplane.api.fleet import Fleet
-    from modelplane.api.replica_autoscaler import ReplicaAutoscaler
 
 import re
 from collections.abc import Mapping
@@ -85,36 +85,20 @@ def check_block(block: JsonMapping) -> JsonObject:
     }
 
 
-class _NoSource:
-    """No metrics file and no cluster to read: every metric unreadable, saying why."""
-
-    def read(self, autoscaler: ReplicaAutoscaler, current: int, now: float) -> JsonObject:  # noqa: ARG002 - the protocol's
-        from modelplane.autoscale import Unreadable
-
-        return {m.type: Unreadable("no metrics source: no cluster has a kubeconfig to read (stack config clusters."
-                                   "<name>.kubeconfigPath, or the sim) and no autoscale.metricsFile is set")
-                for m in autoscaler.spec.metrics}
-
-
 def autoscaled_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping,
                        observe: JsonMapping | None, accounting: str,
                        counts: Mapping[str, Mapping[str, int]] | None, now: float
                        ) -> tuple[JsonObject, list[CheckFailure]]:
-    """(placement, autoscaling and, when observed, capacity and health outputs; failures)."""
+    """(placement, autoscaling and, when observed, capacity and health outputs; failures):
+    the props translated for one pass of modelplane.reconcile_pass, its errors as failures."""
     # Deferred, like compute_placement's: importing the provider module stays cheap.
-    from modelplane.autoscale import FileMetricsSource, MetricsSource
-    from modelplane.autoscale.engines import replica_idle
-    from modelplane.autoscale.loop import scale_fleet
-    from modelplane.autoscale.prometheus import queries_for, with_bodies
-    from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
-    from modelplane.autoscale.state import Draining, ScalingState, StateFormatError
-    from modelplane.commands.inputs import read_metrics as read_metrics_file
+    from modelplane import reconcile_pass
+    from modelplane.autoscale.state import ScalingState, StateFormatError
     from modelplane.observe import CAPACITY_KEY, HEALTH_KEY
     from modelplane.observe.health import health_to_json
-    from modelplane.observe.metrics import ClusterMetrics, read_metrics
     from modelplane.redact import outside_text
-    from modelplane.scheduler import FleetPlacement, PlacementFormatError, place_fleet
-    from providers.observe import observe_settings, place_observed_with, unexpected, unreadable_placement
+    from modelplane.scheduler import FleetPlacement, PlacementFormatError
+    from providers.observe import observation, observe_settings, unexpected, unreadable_placement
 
     try:
         settings = check_block(block)
@@ -134,56 +118,22 @@ def autoscaled_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping,
     observed = observe_settings(observe) if observe else None
     if isinstance(observed, CheckFailure):
         return {}, [observed]
-    source: MetricsSource
-    idle: dict[str, bool | None] = {}
     try:
-        if settings["metricsFile"]:
-            values = read_metrics_file(settings["metricsFile"])
-            file_source = FileMetricsSource(values, f"metrics file {settings['metricsFile']}")
-            file_source.check_against(fleet.autoscalers)
-            source = file_source
-        elif observed is not None and observed.kubeconfigs:
-            queries = queries_for(fleet, settings["prometheusWindow"]) if settings["prometheus"] else []
-            uses_ttft = any(m.type == "TimeToFirstToken" for a in fleet.autoscalers.values() for m in a.spec.metrics)
-            readings = read_metrics(observed.kubeconfigs, {a.target_key for a in fleet.autoscalers.values()},
-                                    settings["timeout"], observed.contexts,
-                                    window=settings["ttftWindow"] if uses_ttft else 0.0,
-                                    prometheus=settings["prometheus"], queries=[q.promql for q in queries])
-            readings = {c: with_bodies(r, queries) if isinstance(r, ClusterMetrics) and c in settings["prometheus"]
-                        else r for c, r in readings.items()}
-            running = state.with_draining(before) if before is not None else None
-            replicas, failed = from_pods(running, readings)
-            source = ScrapedMetricsSource(fleet, before, replicas, failed)
-            idle = {d.replica.name: replica_idle(fleet.deployments[(d.namespace, d.deployment)], replicas.get(
-                d.replica.name)) if (d.namespace, d.deployment) in fleet.deployments else None for d in state.draining}
-        else:
-            source = _NoSource()
+        scaling = reconcile_pass.stack_scaling(fleet, settings, state, before,
+                                               observed.kubeconfigs if observed is not None else None,
+                                               observed.contexts if observed is not None else {}, now)
     except ValueError as exc:
         return {}, [CheckFailure(AUTOSCALE_KEY, outside_text(exc, limit=400))]
-
-    def drained(d: Draining) -> bool:
-        out_for = now - d.since
-        if out_for >= settings["drainGrace"]:
-            return True
-        # Nothing known in flight (a metrics file, no pod left): the drain time alone.
-        return out_for >= settings["drain"] and idle.get(d.replica.name) is not False
-
-    extra: JsonObject = {}
-
-    def place(scaled: Fleet, prev: JsonObject | None) -> JsonObject:
-        if observed is None:
-            return place_fleet(scaled, FleetPlacement.from_json(prev) if prev else None, accounting,
-                               {c: dict(p) for c, p in counts.items()} if counts else None).to_json()
-        plan = place_observed_with(scaled, olds, prev, observed, accounting, counts, now)
-        extra.update({CAPACITY_KEY: plan.capacity.to_json(), HEALTH_KEY: health_to_json(plan.health)})
-        placed: JsonObject = plan.placement
-        return placed
-
     try:
-        cycle = scale_fleet(fleet, state, source, now, previous, place, drained)
+        seen = observation(olds, observed) if observed is not None else None
+        result = reconcile_pass.run(fleet, previous, now=now, accounting=accounting, counts=counts,
+                                    observation=seen, scaling=scaling)
     except PlacementFormatError as exc:
         return {}, [unreadable_placement(exc)]
     except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
         return {}, [unexpected(AUTOSCALE_KEY, "autoscaling", exc)]
-    return {"placement": cycle.placement, AUTOSCALING_KEY: cycle.state.to_json(), **extra}, []
-
+    extra: JsonObject = {}
+    if result.capacity is not None:
+        extra = {CAPACITY_KEY: result.capacity.to_json(), HEALTH_KEY: health_to_json(result.health or {})}
+    assert result.state is not None, "a pass with a Scaling keeps a state"
+    return {"placement": result.placement, AUTOSCALING_KEY: result.state.to_json(), **extra}, []

@@ -3,7 +3,7 @@
 With an `observe` input (`{"kubeconfigs": {cluster: path}, "contexts": {cluster: name},
 "timeoutSeconds": 5, "unreachableGraceSeconds": 300, "unreadyGraceSeconds": 900}`), check()
 reads every cluster that has a kubeconfig (concurrently, each bounded by timeoutSeconds), places
-against what is free there (modelplane.observe.place, the same path as `plan --observe`), and
+against what is free there (modelplane.reconcile_pass, the same pass as `plan --observe`), and
 adds two outputs next to `placement`: `capacity` (per cluster: observed or declared, and why)
 and `health` (clusters unreachable or unready, since when). Both are functions of the objects
 read and of the previous state, never of timestamps or resourceVersions, so an unchanged fleet
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from modelplane.api.fleet import Fleet
     from modelplane.observe.health import FailoverSettings
-    from modelplane.observe.place import ObservedPlan
+    from modelplane.reconcile_pass import Observation
 
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,28 +60,27 @@ def observe_settings(block: JsonMapping) -> ObserveSettings | CheckFailure:
     return ObserveSettings(kubeconfigs, contexts, timeout, settings)
 
 
-def place_observed_with(fleet: Fleet, olds: JsonMapping, previous: JsonMapping | None,
-                        settings: ObserveSettings, accounting: str, counts: Mapping[str, Mapping[str, int]] | None,
-                        now: float) -> ObservedPlan:
-    """Read the clusters and place against them (modelplane.observe.place), the health carried
-    from the state. Raises PlacementFormatError on a malformed previous placement."""
+def observation(olds: JsonMapping, settings: ObserveSettings) -> Observation:
+    """Read the clusters (concurrently, each bounded by the settings' timeout), with the
+    health carried from the state: what modelplane.reconcile_pass observes."""
     from modelplane.observe.health import health_from_json
-    from modelplane.observe.place import place_observed
     from modelplane.observe.read import read_clusters
+    from modelplane.reconcile_pass import Observation
 
     try:
         health = health_from_json(olds.get(HEALTH_KEY))
     except (TypeError, ValueError, AttributeError):
         health = {}                              # an unreadable record only restarts the grace periods
     readings = read_clusters(settings.kubeconfigs, settings.timeout, settings.contexts)
-    return place_observed(fleet, previous or None, readings, now=now, accounting=accounting, counts=counts,
-                          health=health, settings=settings.failover)
+    return Observation(readings, health, settings.failover)
 
 
 def observed_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping, accounting: str,
                      counts: Mapping[str, Mapping[str, int]] | None, now: float
                      ) -> tuple[JsonObject, list[CheckFailure]]:
-    """(placement, capacity and health outputs; failures) for one check()."""
+    """(placement, capacity and health outputs; failures) for one check(): the props translated
+    for one pass of modelplane.reconcile_pass."""
+    from modelplane import reconcile_pass
     from modelplane.observe.health import health_to_json
     from modelplane.scheduler import PlacementFormatError
 
@@ -89,13 +88,15 @@ def observed_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping, accoun
     if isinstance(settings, CheckFailure):
         return {}, [settings]
     try:
-        plan = place_observed_with(fleet, olds, olds.get("placement") or None, settings, accounting, counts, now)
+        result = reconcile_pass.run(fleet, olds.get("placement") or None, now=now, accounting=accounting,
+                                    counts=counts, observation=observation(olds, settings))
     except PlacementFormatError as exc:
         return {}, [unreadable_placement(exc)]
     except Exception as exc:  # noqa: BLE001 - never a traceback in a preview: a failure naming what broke
         return {}, [unexpected(OBSERVE_KEY, "observing the clusters", exc)]
-    return {"placement": plan.placement, CAPACITY_KEY: plan.capacity.to_json(),
-            HEALTH_KEY: health_to_json(plan.health)}, []
+    assert result.capacity is not None, "an observed pass has its capacity"
+    return {"placement": result.placement, CAPACITY_KEY: result.capacity.to_json(),
+            HEALTH_KEY: health_to_json(result.health or {})}, []
 
 
 def unreadable_placement(exc: Exception) -> CheckFailure:

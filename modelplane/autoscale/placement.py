@@ -134,7 +134,7 @@ def _outcome(scaler: ReplicaAutoscaler, decision: Decision, placed: DeploymentPl
     if decision.desired > decision.current:
         asked += f" (scaled up from {decision.current})"
     first = placed.unplaced[0]
-    reasons = "; ".join(f"{cluster}: {why}" for cluster, why in sorted(first.reasons.items())) or "no cluster"
+    reasons = "; ".join(f"{cluster}: {why.message}" for cluster, why in sorted(first.reasons.items())) or "no cluster"
     verdicts = "; ".join(f"replica #{u['index']}: {u['verdict']}: {u['message']}"
                          for u in unplaced[:MESSAGE_REPLICAS] if u.get("verdict"))
     more = f" (and {short - MESSAGE_REPLICAS} more)" if short > MESSAGE_REPLICAS else ""

@@ -18,8 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from modelplane.api.common import check_dns_label, check_dns_subdomain, quoted
 from modelplane.api.model_deployment import MAX_REPLICAS
 from modelplane.api.replica_autoscaler import METRIC_TYPES, METRIC_UNITS, METRIC_VALUE_MAX, ReplicaAutoscaler
+from modelplane.json_files import read_json
+from modelplane.json_types import JsonValue
+from modelplane.limits import MAX_METRICS_FILE_DEPLOYMENTS
 
 Key = tuple[str, str]
 
@@ -101,8 +105,8 @@ def check_value(type_: str, value: object, where: str) -> float:
 @dataclass(frozen=True)
 class FileMetricsSource:
     """`plan --metrics FILE`: the average per ready replica of each metric, per deployment,
-    as `{(namespace, deployment): {type: value}}` (validated by commands.inputs.read_metrics
-    and `check_against`). Every current replica counts as ready; a metric the file does not give
+    as `{(namespace, deployment): {type: value}}` (validated by `read_metrics_file` and
+    `check_against`). Every current replica counts as ready; a metric the file does not give
     is unreadable."""
 
     values: Mapping[Key, Mapping[str, float]]
@@ -137,4 +141,39 @@ class FileMetricsSource:
                                      f"(it uses {', '.join(used)}); add the metric to it or remove the entry")
 
 
-__all__ = ["FileMetricsSource", "MetricReading", "MetricsSource", "Reading", "Unreadable", "check_value"]
+METRICS_SHAPE = '{"<namespace>/<deployment>": {"QueueDepth": 4.5, ...}} with a number per metric type'
+
+
+def metric_values(data: JsonValue, where: str) -> dict[Key, dict[str, float]]:
+    """A metrics file's content (`plan --metrics`, `reconcile --metrics`, stack config
+    `autoscale.metricsFile`): per deployment, the average per ready replica of each metric
+    type, each a finite number within its type's bound (`check_value`)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must look like {METRICS_SHAPE}")
+    if len(data) > MAX_METRICS_FILE_DEPLOYMENTS:
+        raise ValueError(f"{where} names {len(data)} deployments; at most {MAX_METRICS_FILE_DEPLOYMENTS} "
+                         "(see modelplane/limits.py)")
+    out: dict[Key, dict[str, float]] = {}
+    for key, values in data.items():
+        namespace, slash, name = key.partition("/")
+        try:
+            if not slash:
+                raise ValueError("it has no '/'")
+            check_dns_label(namespace, "namespace")
+            check_dns_subdomain(name, "deployment name")
+        except ValueError as exc:
+            raise ValueError(f"{where}: key {quoted(key)} is not \"<namespace>/<deployment>\" ({exc})") from None
+        if not isinstance(values, dict):
+            raise ValueError(f"{where}: {key} must map metric types to numbers; expected {METRICS_SHAPE}")
+        out[(namespace, name)] = {t: check_value(t, v, f"{where}: {key}.{quoted(t)}") for t, v in values.items()}
+    return out
+
+
+def read_metrics_file(path: str, what: str = "metrics file") -> dict[Key, dict[str, float]]:
+    """`{"<namespace>/<deployment>": {"<metric type>": <average per ready replica>}}`, read
+    from `path` (bounded: modelplane.json_files)."""
+    return metric_values(read_json(path, what), f"{what} {path}")
+
+
+__all__ = ["METRICS_SHAPE", "FileMetricsSource", "MetricReading", "MetricsSource", "Reading", "Unreadable",
+           "check_value", "metric_values", "read_metrics_file"]

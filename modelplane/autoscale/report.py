@@ -1,51 +1,40 @@
-"""`plan --metrics FILE`: what the autoscalers would do at these numbers, without a cluster.
+"""`plan --metrics FILE`: what the autoscalers would do at these numbers, without a cluster,
+as `plan` prints it.
 
-A first decision for every ReplicaAutoscaler (no history: stabilization applies from the
-second decision on, in the loop: modelplane.autoscale.loop), placed by the scheduler at the
-decided counts.
-The plan's table gets an autoscaling section; `--json` gets a top-level `autoscaling`
-list, only when the fleet has an autoscaler, so a plan without one prints exactly what
-it printed before.
+The pass is modelplane.reconcile_pass.first_decision (a first decision for every
+ReplicaAutoscaler, no history, placed by the scheduler at the decided counts); this module
+words it. The plan's table gets an autoscaling section; `--json` gets a top-level
+`autoscaling` list, only when the fleet has an autoscaler, so a plan without one prints
+exactly what it printed before.
 """
 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Mapping
+from collections.abc import Sequence
 
-from modelplane.api import Fleet
+from modelplane.json_types import JsonObject
 from modelplane.scheduler import FleetPlacement
 from modelplane.scheduler.report import format_table
 
-from .placement import ScalingOutcome, decide_fleet, place_decisions
-from .readings import FileMetricsSource
+from .placement import ScalingOutcome
 
-Key = tuple[str, str]
 AUTOSCALING_KEY = "autoscaling"
 
 
-def plan_metrics(fleet: Fleet, values: Mapping[Key, Mapping[str, float]], path: str,
-                 previous: FleetPlacement | None, accounting: str, observed: Mapping[str, Mapping[str, int]] | None,
-                 *, as_json: bool, now: float | None = None) -> str:
-    """The plan's output at the metrics in `values` (read from `path` by
-    commands.inputs.read_metrics). ValueError when an entry names a deployment without
-    an autoscaler, or a metric its autoscaler does not use."""
-    source = FileMetricsSource(values, f"metrics file {path}")
-    source.check_against(fleet.autoscalers)
-    decisions = decide_fleet(fleet, source, time.time() if now is None else now, previous)
-    placement, outcomes = place_decisions(fleet, decisions, previous, accounting,
-                                          dict(observed) if observed is not None else None)
+def format_plan(placement: FleetPlacement, document: JsonObject, outcomes: Sequence[ScalingOutcome], path: str,
+                accounting: str, *, as_json: bool) -> str:
+    """The plan's output: `document` (the placement's JSON, extended in place) with the
+    outcomes, or the table of `placement` with the autoscaling section."""
     if as_json:
-        doc = placement.to_json()
         if outcomes:
-            doc[AUTOSCALING_KEY] = [o.to_json() for o in outcomes]
-        return json.dumps(doc, separators=(",", ":")) + "\n"
+            document[AUTOSCALING_KEY] = [o.to_json() for o in outcomes]
+        return json.dumps(document, separators=(",", ":")) + "\n"
     table = format_table(placement, accounting)
     return table + ("\n" + format_scaling(outcomes, path) if outcomes else "")
 
 
-def format_scaling(outcomes: list[ScalingOutcome], path: str) -> str:
+def format_scaling(outcomes: Sequence[ScalingOutcome], path: str) -> str:
     lines = [f"AUTOSCALING at the numbers in {path} (a first decision: no history)"]
     for o in outcomes:
         d = o.decision
@@ -63,4 +52,4 @@ def format_scaling(outcomes: list[ScalingOutcome], path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["AUTOSCALING_KEY", "format_scaling", "plan_metrics"]
+__all__ = ["AUTOSCALING_KEY", "format_plan", "format_scaling"]

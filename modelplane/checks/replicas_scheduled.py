@@ -17,7 +17,7 @@ POLICY = "replicas-fully-scheduled"
 def _explain(placed: DeploymentPlacement) -> str:
     lines = []
     for unplaced in placed.unplaced:
-        reasons = "; ".join(f"{cluster}: {why}" for cluster, why in sorted(unplaced.reasons.items()))
+        reasons = "; ".join(f"{cluster}: {why.message}" for cluster, why in sorted(unplaced.reasons.items()))
         lines.append(f"replica {unplaced.index}: {reasons or 'no candidate cluster'}")
     return " | ".join(lines)
 

@@ -111,7 +111,7 @@ def _placement_lines(placement: FleetPlacement) -> list[str]:
         where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"
         lines.append(f"  {dp.namespace}/{dp.name}: {len(dp.replicas)}/{dp.desired} replicas: {where}")
         for u in dp.unplaced:
-            why = "; ".join(f"{c}: {m}" for c, m in sorted(u.reasons.items()))
+            why = "; ".join(f"{c}: {m.message}" for c, m in sorted(u.reasons.items()))
             lines.append(f"    replica {u.index} not placed: {why}")
     return lines
 

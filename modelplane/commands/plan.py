@@ -10,7 +10,7 @@ import sys
 import time
 
 from modelplane.api import Fleet, ManifestError, load_manifests
-from modelplane.commands.inputs import read_json, read_metrics, read_observed, read_previous
+from modelplane.commands.inputs import read_json, read_observed, read_previous
 from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_READ_TIMEOUT_S, duration_arg
 from modelplane.gcpause import gc_paused
@@ -86,10 +86,13 @@ def run(args: argparse.Namespace) -> int:
         previous = read_previous(args.previous) if args.previous else None
         observed = read_observed(args.observed) if args.observed else None
         # Deferred: the autoscaler's modules load only for --metrics: plan's start-up is kept small.
-        from modelplane.autoscale.report import plan_metrics
+        from modelplane.autoscale.report import format_plan
+        from modelplane.reconcile_pass import first_decision, metrics_file_source
 
-        return _write(plan_metrics(fleet, read_metrics(args.metrics), args.metrics, previous, args.accounting,
-                                   observed, as_json=args.json))
+        result = first_decision(fleet, metrics_file_source(fleet, args.metrics), previous, now=time.time(),
+                                accounting=args.accounting, counts=observed)
+        return _write(format_plan(result.typed(), result.placement, result.outcomes, args.metrics, args.accounting,
+                                  as_json=args.json))
     except (ValueError, OSError) as exc:
         return _refused(exc)
 
@@ -103,14 +106,14 @@ def _refused(exc: ValueError | OSError) -> int:
 
 
 def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
-    """`plan --observe`: the placement provider's own path (modelplane.observe.place)."""
+    """`plan --observe`: the placement provider's own pass (modelplane.reconcile_pass)."""
     # Deferred: the kube client (httpx, ssl) and the observer cost about a fifth of plan's
     # start-up, which a plan without --observe does not need (benchmarks/scale_plan.py holds plan's
     # start-up goal).
     from modelplane.observe.health import health_from_json, health_to_json
-    from modelplane.observe.place import place_observed
     from modelplane.observe.read import kubeconfigs_in, read_clusters
     from modelplane.observe.report import format_capacity
+    from modelplane.reconcile_pass import Observation, run
 
     previous = read_json(args.previous, "previous placement") if args.previous else None
     observed = read_observed(args.observed) if args.observed else None
@@ -120,11 +123,13 @@ def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
     except ValueError as exc:
         raise ValueError(f"previous placement {args.previous}: {HEALTH_KEY}: {exc}") from None
     try:
-        plan = place_observed(fleet, previous, read_clusters(kubeconfigs, args.observe_timeout), now=time.time(),
-                              accounting=args.accounting, counts=observed, health=health)
+        plan = run(fleet, previous, now=time.time(),
+                   accounting=args.accounting, counts=observed,
+                   observation=Observation(read_clusters(kubeconfigs, args.observe_timeout), health))
     except PlacementFormatError as exc:
         raise ValueError(f"previous placement {args.previous} is not a placement (the `plan --json` output): "
                          f"{exc}") from None
+    assert plan.capacity is not None and plan.health is not None, "an observed pass has its capacity and health"
     if args.json:
         doc = {**plan.placement, CAPACITY_KEY: plan.capacity.to_json()}
         if plan.health:

@@ -4,7 +4,8 @@
     scaler.start()                  # the fleet at its declared counts, routed
     report = scaler.cycle()         # read, decide, place, apply, verify: one pass
 
-Each pass (modelplane.autoscale.loop.scale_fleet, the one the placement provider runs):
+Each pass (modelplane.reconcile_pass.run, the one the placement provider runs; this loop reads
+its own engines and applies to its own processes):
 
 1. **read**: every engine's `/metrics` on 127.0.0.1, bounded in bytes and time
    (modelplane.autoscale.exposition.collect), its `/health` for readiness; each engine's
@@ -31,13 +32,13 @@ import httpx
 from modelplane.api import Fleet, ModelDeployment
 from modelplane.autoscale.engines import PodMetrics, ReplicaMetrics, replica_idle
 from modelplane.autoscale.exposition import Buckets, ExpositionError, collect, parse
-from modelplane.autoscale.loop import Cycle, scale_fleet
 from modelplane.autoscale.placement import ScalingOutcome
 from modelplane.autoscale.scraped import ScrapedMetricsSource, histograms
 from modelplane.autoscale.state import Draining, ScalingState
 from modelplane.gateway.config import ServiceRoute
 from modelplane.gateway.fleet import leaving_routes, placement_endpoints
 from modelplane.gateway.local import LocalFleet
+from modelplane.reconcile_pass import Scaling, run
 from modelplane.routing import Endpoint
 from modelplane.scheduler import FleetPlacement, place_fleet
 
@@ -125,8 +126,9 @@ class LocalScaler:
         before = FleetPlacement.from_json(self.placement) if self.placement else None
         source = ScrapedMetricsSource(self.fleet, before, self._scraped)
         leaving_before = {d.key for d in self.state.draining}
-        result: Cycle = scale_fleet(self.fleet, self.state, source, now, self.placement, self._place,
-                                    lambda d: self._drained(d, now))
+        result = run(self.fleet, self.placement, now=now,
+                     scaling=Scaling(self.state, source, lambda d: self._drained(d, now)))
+        assert result.state is not None, "a pass with a Scaling keeps a state"
         self.placement, self.state = result.placement, result.state
         started = self._apply(result.typed())
         for d in result.drained:
@@ -135,9 +137,6 @@ class LocalScaler:
             self._previous.pop(d.replica.name, None)
         leaving = tuple(sorted(d.replica.name for d in self.state.draining if d.key not in leaving_before))
         return self._report(result.outcomes, started, leaving, tuple(sorted(d.replica.name for d in result.drained)))
-
-    def _place(self, fleet: Fleet, previous: PlacementJson | None) -> PlacementJson:
-        return place_fleet(fleet, FleetPlacement.from_json(previous) if previous else None).to_json()
 
     def _drained(self, d: Draining, now: float) -> bool:
         """Idle at this pass's read, which came after the routes without it were loaded

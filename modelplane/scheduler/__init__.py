@@ -22,17 +22,18 @@ sizes and cluster outages. One pass, one cycle state (scheduler.cycle): compile
                        filter -> score -> admit -> reserve over the plugins (scheduler.fill);
 12. preferences: move back — replicas return to a more preferred tier, new one first;
 13. failover: link   — set-aside replicas are paired with their replacements;
-14. feasibility      — a verdict per unplaced replica, from the fill's reason codes;
+14. feasibility      — a verdict per unplaced replica, from the kinds of the fill's reasons;
 15. results          — replicas, conditions, policy status per deployment;
 16. budgets: status  — every FleetBudget's use and refusals.
 
-The plugins, in registry order (each one file in scheduler/plugins/): selectors and
-cache-staging (candidate filters), outages and taints (filters; taints also evict on
-keep), tiers (filter, score), spread (admit, score, reserve), device-fit (keep, reserve:
-the engines on the pools' capacity), gang-zones (keep, reserve: a gang copy's nodes from one
-zone of its pools), budgets (reserve), spread-before-pack (the base
-score: fewest replicas of the deployment, then name; its lazy heap serves the fill when
-it is the only score).
+The plugins, in registry order (each one file in scheduler/plugins/, device-fit a package):
+selectors and cache-staging (candidate filters), outages and taints (filters; taints also
+evict on keep), tiers (filter, score), spread (admit, score, reserve, admit_move), device-fit
+(keep, reserve: the engines on the pools' capacity; never, scale_up for feasibility),
+gang-zones (keep, reserve, scale_up: a gang copy's nodes from one zone of its pools), budgets
+(reserve), spread-before-pack (the base score: fewest replicas of the deployment, then name;
+its `queue` hook, a lazy heap, serves the fill when it is the only score). The framework
+imports none of them: `place_fleet` hands the registry (plugins.REGISTRY) to pipeline.start.
 
 See docs/scheduler.md for the rules and where they diverge from the reference.
 """
@@ -45,7 +46,7 @@ from typing import TYPE_CHECKING
 from modelplane.api import Fleet, ModelDeployment
 from modelplane.gcpause import gc_paused
 
-from . import pipeline
+from . import pipeline, plugins
 from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger, ObservedCapacity, ObservedPool
 from .matching import Matcher, MemberMatch
 from .shape import Outage, compile_classes, compile_deployment
@@ -94,7 +95,7 @@ def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
     cycle = pipeline.start(fleet, Matcher(_selector_cache(selector_cache)), accounting, previous, observed,
-                           outages or {}, inputs)
+                           outages or {}, inputs, registry=plugins.REGISTRY)
     pipeline.run(cycle)
     return cycle.placement(), cycle.ledger
 
@@ -139,7 +140,8 @@ def candidate_clusters(fleet: Fleet) -> dict[tuple[str, str], list[str]]:
     """Per deployment, the clusters a replica of it can ever be placed or kept on: no
     candidate filter refuses them (both selectors match and, when it uses a ModelCache,
     the cache can be staged there). The scheduler's own filter, before taints and capacity."""
-    cycle = pipeline.start(fleet, Matcher(_selector_cache(None)), DEFAULT_ACCOUNTING, None, None, {})
+    cycle = pipeline.start(fleet, Matcher(_selector_cache(None)), DEFAULT_ACCOUNTING, None, None, {},
+                           registry=plugins.REGISTRY)
     out = {st.key: [c.name for c in cycle.filtered(st).candidates] for st in cycle.deployments}
     pipeline.release(cycle)
     return out

@@ -1,16 +1,20 @@
 """The cycle: one placement pass's state, and the extension points its plugins implement.
 
 * `Cycle` — fleet-wide: the compiled clusters, the matcher, the ledger, what each plugin
-  and stage keeps (by `Key`), and memo tables keyed by what each answer depends on.
+  and stage keeps (by `Key`: a slot the plugin or stage that defines the key owns), and
+  the filters' answers, memoized by their keys.
 * `DeploymentState` — one deployment through the pipeline: the replicas it keeps (and
   what each charges), the ones placed now, the unplaced, and every replica not kept with
   why. Its operations (`keep`, `drop`, `set_aside`, `take_index`, `place`) are the only
   way stages change it.
 * `Binding` — what one plugin does for one deployment: a no-op for every hook, a plugin
   overrides the hooks it uses. A plugin is a Binding subclass with a `name` and a `bind`
-  classmethod; the registry (`plugins/__init__.py`) lists them in the order they run.
+  classmethod; the registry (`plugins/__init__.py`) lists them in the order they run. A
+  public name a plugin defines that Binding does not (a misspelled hook) is a TypeError
+  when its class is created: helpers of a plugin start with `_`.
 
-Hooks, in the order the pipeline calls them:
+The framework (this module, the stages, the fill) imports no plugin: what it needs of one is
+a hook here, or a `Key` slot the plugin owns. Hooks, in the order the pipeline calls them:
 
 | hook | when | returns |
 |---|---|---|
@@ -18,32 +22,38 @@ Hooks, in the order the pipeline calls them:
 | `filter(cluster)` | once per cluster and `key` | a Reason to keep new replicas off, or None |
 | `keep(kept)` | retain, per previous replica | a Reason to not keep it, or None |
 | `begin()` | fill starts | |
+| `queue(open, skips, refuses)` | fill, when its score is the only one | the clusters in that score's order |
 | `admit(cluster, remaining)` | fill, a cluster comes up | a Reason it may not take one more, or None |
 | `refuses_already(cluster)` | fill, then | True: skip it without reserving (`explain` says why, if asked) |
 | `score(cluster)` | fill, ordering clusters | an int; lower is better, per plugin in registry order |
 | `reserve(r)` / `unreserve(r)` | fill, placing on the cluster | a Reason to refuse (earlier reserves are undone) |
 | `unplaced(missing)` | fill ended short | |
+| `admit_move(replica, cluster)` | moves back, a more preferred cluster | a Reason it may not move there, or None |
+| `never(cluster)` | feasibility | a Reason no size of the cluster holds a replica, or None |
+| `scale_up(s)` | feasibility, like Kubernetes' PostFilter | whether a replica fits after the nodes it adds |
 | `conditions()`, `status(s)` | results | conditions, the placementPolicy block |
 
 Every refusal a fill hook gives must stay true for the rest of that deployment's fill
 (capacity and budgets only shrink, spread counts only grow): a refusing cluster is not
-asked again.
+asked again. A refusal's kind (reasons.POLICY, CAPACITY, NEVER) is the plugin's to set:
+feasibility's verdict follows it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, Generic, Self, TypeVar, cast
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 from modelplane.api import Fleet
 
 from .conditions import Condition
+from .growth import ScaleUp
 from .ledger import ChargeKey, Ledger, ObservedCapacity, Trial, Usage
 from .matching import Matcher
-from .placement import EngineOptions, demand_key, engine_options
 from .policy import NO_POLICY, DeploymentPolicy
 from .policy_types import BudgetStatus, PolicyStatus
+from .queues import ClusterQueue, SkipList
 from .reasons import Reason, Refusal
 from .shape import ClusterView, DeploymentShape, Outage
 from .types import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedReplica, Unplaced
@@ -95,7 +105,7 @@ class DeploymentState(_Slots):
         self.placed: list[PlacedReplica] = []
         self.unplaced: list[Unplaced] = []
         # previous replicas not kept, with why (moved, drained, scaled down, ...)
-        self.dropped: list[tuple[PlacedReplica, str]] = []
+        self.dropped: list[tuple[PlacedReplica, Reason]] = []
         self.overdrawn: list[str] = []          # kept replicas their pool could not hold (the ledger stage)
         self.candidates = 0                     # clusters passing the candidate filters
         self.refused: dict[str, Refusal] = {}   # fill: why each cluster refused a replica
@@ -106,7 +116,7 @@ class DeploymentState(_Slots):
         self.bindings = tuple(bindings)
         self.hooks = {hook: [] for hook in HOOKS}
         for b in self.bindings:
-            for hook in _overrides(type(b)):
+            for hook in b.overrides:
                 self.hooks[hook].append(b)
 
     @property
@@ -150,7 +160,7 @@ class DeploymentState(_Slots):
         self._add(rep)
         self.charges[(rep.cluster, rep.index)] = charges
 
-    def drop(self, rep: PlacedReplica, why: str) -> None:
+    def drop(self, rep: PlacedReplica, why: Reason) -> None:
         """Not kept: out of the count and off the ledger (if it was on it), reported with why."""
         if self._remove(rep):
             self.charges.pop((rep.cluster, rep.index), None)
@@ -217,16 +227,12 @@ class Cycle(_Slots):
         self.deployments: list[DeploymentState] = []
         self.ledger = Ledger(accounting)         # capacity left: built by the ledger stage
         # how many times fill charged each cluster: an explanation holds while this does not
-        # change, so (cluster, charges, engines) -> why is worked out once (plugins.device_fit)
+        # change, so the plugins word a refusal once per (cluster, charges, engines)
         self.charged: dict[str, int] = {}
         self.commits = 0                         # replicas fill has placed (any cluster)
-        self.explanations: dict[tuple[str, int, int], Reason] = {}
         self._engine_ids: dict[tuple[object, ...], int] = {}
-        self._refusing: dict[tuple[object, ...], set[str]] = {}
         self.result: list[DeploymentPlacement] = []
         self.budgets: list[BudgetStatus] = []
-        self._options: dict[tuple[int, int], list[EngineOptions]] = {}
-        self._demands: dict[tuple[int, int], tuple[object, ...]] = {}
         self._filtered: dict[tuple[object, ...], Filtered] = {}
         self._filter_refusals: dict[tuple[str, Hashable], dict[str, Reason]] = {}
 
@@ -240,32 +246,6 @@ class Cycle(_Slots):
     def engines_id(self, shape: DeploymentShape) -> int:
         """A number per distinct engines (by content): deployments of one shape share it."""
         return self._engine_ids.setdefault(shape.engines_key, len(self._engine_ids))
-
-    def options(self, st: DeploymentState, cluster: ClusterView) -> list[EngineOptions]:
-        """Capacity-free placement options of a deployment's engines on a cluster, shared by
-        every deployment of the same engines and every cluster of the same pool signature."""
-        key = (st.engines_id, cluster.sig_id)
-        hit = self._options.get(key)
-        if hit is None:
-            hit = self._options[key] = [engine_options(self.matcher, e, cluster) for e in st.shape.engines]
-        return hit
-
-    def demand(self, st: DeploymentState, cluster: ClusterView) -> tuple[object, ...]:
-        """What a cluster's pools would be asked for one replica: equal demands are refused
-        alike, whatever the deployment (device fit's refusal memo)."""
-        key = (st.engines_id, cluster.sig_id)
-        hit = self._demands.get(key)
-        if hit is None:
-            hit = self._demands[key] = demand_key(self.options(st, cluster))
-        return hit
-
-    def refusing(self, demand: tuple[object, ...]) -> set[str]:
-        """The clusters that refused `demand` during fill: fill only ever charges the
-        ledger, so a cluster that refused a demand refuses it for the rest of the pass."""
-        hit = self._refusing.get(demand)
-        if hit is None:
-            hit = self._refusing[demand] = set()
-        return hit
 
     def _refusals(self, binding: Binding) -> dict[str, Reason]:
         """One filter's refusals (cluster -> reason, in cluster order), asked once per
@@ -298,8 +278,6 @@ class Cycle(_Slots):
         return hit
 
 
-
-
 @dataclass
 class Keeping:
     """A previous replica the retain stage asks the `keep` hooks about. Device fit fills in
@@ -325,15 +303,32 @@ class Reservation:
 
 class Binding:
     """What one plugin does for one deployment. Every hook here is a no-op; a plugin
-    overrides the ones it uses (the module docstring lists them)."""
+    overrides the ones it uses (the module docstring lists them). A subclass may define
+    only the names defined here (hooks and declarations) and private ones."""
 
     name: ClassVar[str] = ""
     candidate: ClassVar[bool] = False        # a filter refusal makes the cluster no candidate at all
     reserve_refuses: ClassVar[bool] = True   # False: reserve only records, it never refuses
+    places_engines: ClassVar[bool] = False   # its reserve sets `Reservation.engines` (one plugin must)
+    # What a Blocked verdict calls this plugin's POLICY refusals ("taints"); its name if empty.
+    policy_name: ClassVar[str] = ""
+    overrides: ClassVar[frozenset[str]] = frozenset()   # the hooks it overrides (set at class creation)
 
     # What `filter` depends on besides the cluster: the answers are memoized by it,
     # across deployments (a filter reading anything else must put it in its key).
     key: Hashable = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for attr in vars(cls):
+            if not attr.startswith("_") and not hasattr(Binding, attr):
+                import difflib  # only to word the error
+
+                near = difflib.get_close_matches(attr, [n for n in vars(Binding) if not n.startswith("_")], n=1)
+                hint = f"did you mean {near[0]!r}? " if near else ""
+                raise TypeError(f"plugin {cls.__qualname__} defines {attr!r}, which is no hook of Binding: "
+                                f"{hint}(a plugin's own helpers start with '_')")
+        cls.overrides = frozenset(h for h in HOOKS if getattr(cls, h) is not getattr(Binding, h))
 
     @classmethod
     def bind(cls, cycle: Cycle, st: DeploymentState) -> Self | None:  # noqa: ARG003 - a no-op hook
@@ -350,6 +345,13 @@ class Binding:
         return None
 
     def begin(self) -> None:
+        return None
+
+    def queue(self, names: list[str], skips: SkipList | None = None,  # noqa: ARG002 - a no-op hook
+              refuses: Callable[[str], bool] | None = None) -> ClusterQueue | None:  # noqa: ARG002
+        """The fill's order over `names` (the open clusters, sorted) when this plugin's score
+        is the only one: the order that score gives (None: the fill's own `ScoredQueue`).
+        With `skips` and `refuses`, clusters `refuses` names are stepped over, never handed out."""
         return None
 
     # What `refuses_already` depends on besides the cluster (deployments with equal keys get
@@ -387,6 +389,25 @@ class Binding:
         """The fill ended with `missing` replicas placed nowhere."""
         return None
 
+    def admit_move(self, replica: PlacedReplica, cluster: ClusterView) -> Reason | None:  # noqa: ARG002
+        """Why `replica` may not move back to the more preferred `cluster` now (the moves
+        back ask after every admit hook let the cluster through, before reserving), or None."""
+        return None
+
+    # What `never` and `scale_up` depend on besides the cluster and the ledger: feasibility
+    # shares their answers between deployments with equal keys.
+    scale_up_key: Hashable = ()
+
+    def never(self, cluster: ClusterView) -> Reason | None:  # noqa: ARG002 - a no-op hook
+        """Why no size of `cluster` could hold one replica (feasibility: NotFeasible there), or None."""
+        return None
+
+    def scale_up(self, s: ScaleUp) -> bool:  # noqa: ARG002 - a no-op hook
+        """Feasibility, for a replica the fill left unplaced: charge one more replica on
+        `s.ledger`, adding through `s.growth` the nodes this plugin's part needs (in registry
+        order, after the earlier hooks' nodes). False: no growth of the cluster lets it fit."""
+        return True
+
     def conditions(self) -> list[Condition]:
         return []
 
@@ -394,23 +415,9 @@ class Binding:
         return None
 
 
-HOOKS = ("desired", "filter", "keep", "begin", "admit", "refuses_already", "score", "reserve", "unreserve",
-         "unplaced", "conditions", "status")
-
-
-def implements(binding: Binding, hook: str) -> bool:
-    """Whether the binding's plugin overrides `hook` (the cycle skips hooks nobody uses)."""
-    return hook in _overrides(type(binding))
-
-
-_OVERRIDES: dict[type[Binding], frozenset[str]] = {}
-
-
-def _overrides(plugin: type[Binding]) -> frozenset[str]:
-    hit = _OVERRIDES.get(plugin)
-    if hit is None:
-        hit = _OVERRIDES[plugin] = frozenset(h for h in HOOKS if getattr(plugin, h) is not getattr(Binding, h))
-    return hit
+# The hooks the pipeline collects per deployment (DeploymentState.hooks), each in registry order.
+HOOKS = ("desired", "filter", "keep", "begin", "queue", "admit", "refuses_already", "score", "reserve",
+         "unreserve", "unplaced", "admit_move", "never", "scale_up", "conditions", "status")
 
 
 # A plugin: a Binding subclass (its `name` and `bind`), listed in plugins.REGISTRY.

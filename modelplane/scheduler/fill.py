@@ -3,13 +3,14 @@ time, filter -> score -> reserve over the deployment's plugin bindings:
 
 1. filter — the clusters no `filter` hook refuses (memoized per the hooks' keys: every
    deployment with the same selectors, tolerations and tiers shares the answer);
-2. score — the best cluster by (each `score` hook in registry order, cluster name); with
-   only spread-before-pack scoring, its lazy heap (`SpreadQueue`) serves the order;
+2. score — the best cluster by (each `score` hook in registry order, cluster name); when
+   one plugin scores alone and has a `queue` hook, its queue serves the order (spread-before-
+   pack's lazy heap), else `ScoredQueue`;
 3. admit — every `admit` hook may refuse the cluster (spread);
-4. reserve — every `reserve` hook in registry order (device fit places the engines on
-   the ledger, budgets charge their devices); a refusal undoes the earlier ones
-   (`unreserve`) and charges nothing. On success the replica takes the lowest index this
-   deployment does not use on the cluster.
+4. reserve — every `reserve` hook in registry order (the plugin that `places_engines`,
+   device fit, places them on the ledger; budgets charge their devices); a refusal undoes
+   the earlier ones (`unreserve`) and charges nothing. On success the replica takes the
+   lowest index this deployment does not use on the cluster.
 
 A cluster that refuses is not asked again for this deployment: every refusal stays true
 while the deployment fills. The fill stops when the deployment has its replicas or no
@@ -21,13 +22,12 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
-from typing import Protocol
 
 from modelplane.naming import replica_name
 
 from .cycle import Binding, Cycle, DeploymentState, Filtered, Key, Reservation
 from .ledger import Trial
-from .plugins.spread_before_pack import SkipList, SpreadBeforePack
+from .queues import ClusterQueue, SkipList
 from .reasons import REJECTED, Reason, Refusal, resolve
 from .shape import ClusterView
 from .types import PlacedReplica, Unplaced
@@ -73,15 +73,15 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
     reservers = hooks(st, "reserve")
     direct = _direct(reservers)
     scorers = hooks(st, "score")
-    queue: ClusterQueue
-    if len(scorers) == 1 and isinstance(scorers[0], SpreadBeforePack):
+    own: ClusterQueue | None = None
+    knowers_here = knowers
+    if len(scorers) == 1 and "queue" in scorers[0].overrides:
         if knowers and not admitters:       # nothing may refuse before the knowers: skip in bulk
-            queue = scorers[0].queue(filtered.open, _skip_list(cycle, filtered, knowers), _refuses(knowers, clusters))
-            knowers_here: list[Binding] = []   # the queue asked them already
+            own = scorers[0].queue(filtered.open, _skip_list(cycle, filtered, knowers), _refuses(knowers, clusters))
+            knowers_here = [] if own is not None else knowers   # the queue asked them already
         else:
-            queue, knowers_here = scorers[0].queue(filtered.open), knowers
-    else:
-        queue, knowers_here = ScoredQueue(filtered.open, st, scorers, clusters), knowers
+            own = scorers[0].queue(filtered.open)
+    queue = own if own is not None else ScoredQueue(filtered.open, st, scorers, clusters)
     refused = st.refused
     known: dict[str, Binding] = {}          # refused, says a plugin that knows without trying
     while missing and (name := queue.best()) is not None:
@@ -185,7 +185,8 @@ def reserve(cycle: Cycle, st: DeploymentState, cluster: ClusterView, reservers: 
             return None, why
     engines = r.engines
     if engines is None:
-        raise AssertionError("no reserve hook placed the engines (device-fit is not registered)")
+        raise AssertionError(f"no reserve hook of {st.name} placed its engines: pipeline.start checks that a "
+                             "plugin of the registry places_engines, and it must set Reservation.engines")
     if not commit:
         for d in reversed(reservers):
             d.unreserve(r)
@@ -199,17 +200,6 @@ def reserve(cycle: Cycle, st: DeploymentState, cluster: ClusterView, reservers: 
     replica = PlacedReplica(replica_name(st.shape.name, name, index), index, name, engines)
     st.place(replica)
     return replica, None
-
-
-class ClusterQueue(Protocol):
-    """The order of clusters for one deployment's fill: `best()` (None when none is left),
-    then `took(best)` or `drop(best)`."""
-
-    def best(self) -> str | None: ...
-
-    def took(self, name: str) -> None: ...
-
-    def drop(self, name: str) -> None: ...
 
 
 class ScoredQueue:

@@ -1,16 +1,17 @@
 """The pipeline: the named stages of one placement pass, in the order they run, and the
 compile step that sets up the cycle. Stages are fleet-level rules; the per-cluster rules
-are the plugins (plugins.REGISTRY) the `retain` and `fill` stages run."""
+are the plugins the `retain` and `fill` stages run: a registry handed to `start` (the
+scheduler's is plugins.REGISTRY, which place_fleet passes; the framework imports no plugin)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from modelplane.api import Fleet
 
-from . import budget, failover, feasibility, fill, ledger_stage, plugins, preferences, results, retain
-from .cycle import Cycle, DeploymentState
+from . import budget, failover, feasibility, fill, ledger_stage, preferences, results, retain
+from .cycle import Cycle, DeploymentState, Plugin
 from .ledger import ObservedCapacity
 from .matching import Matcher
 from .policy import compile_policy
@@ -45,9 +46,13 @@ STAGES: tuple[Stage, ...] = (
 
 def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacement | None,
           observed: ObservedCapacity | None, outages: Mapping[str, Outage],
-          inputs: Mapping[str, object] | None = None) -> Cycle:
+          inputs: Mapping[str, object] | None = None, *, registry: Sequence[Plugin]) -> Cycle:
     """Compile: the clusters (observed sizes, closed clusters), every deployment's shape and
-    policy in (namespace, name) order, and each one's plugin bindings."""
+    policy in (namespace, name) order, and each one's bindings of the `registry`'s plugins.
+    ValueError when no plugin of the registry places engines (a replica needs its engines)."""
+    if not any(plugin.places_engines for plugin in registry):
+        raise ValueError("no plugin of the registry places engines (Binding.places_engines): "
+                         f"{', '.join(p.name for p in registry) or 'none'}")
     clusters = compile_clusters(fleet, observed, failover.closed_clusters(previous, outages))
     cycle = Cycle(fleet, clusters, matcher, accounting, previous=previous, outages=outages, observed=observed,
                   inputs=inputs)
@@ -57,7 +62,7 @@ def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacem
                                                  policy=compile_policy(fleet, key, dep)))
     for st in cycle.deployments:        # after every deployment exists: bindings may look at all
         st.engines_id = cycle.engines_id(st.shape)
-        st.bind(b for plugin in plugins.REGISTRY if (b := plugin.bind(cycle, st)) is not None)
+        st.bind(b for plugin in registry if (b := plugin.bind(cycle, st)) is not None)
         for b in st.hooks["desired"]:
             st.desired = b.desired(st.desired)
     return cycle

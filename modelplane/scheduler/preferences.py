@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .cycle import Cycle, DeploymentState
+from .cycle import Binding, Cycle, DeploymentState
 from .fill import admit_reason, reserve, score_key
 from .moves import MOVES, Moves
-from .plugins.spread import SPREAD
 from .policy import Preferences
 from .policy_types import Move
 from .reasons import MOVED_BACK, Reason, resolve
+from .shape import ClusterView
 from .types import PlacedReplica
 
 
@@ -116,29 +116,29 @@ def _move_back(cycle: Cycle, st: DeploymentState, moves: Moves, prefs: Preferenc
 def _find(cycle: Cycle, st: DeploymentState, movable: list[PlacedReplica], prefs: Preferences
           ) -> tuple[tuple[PlacedReplica, str] | None, str | None]:
     """The first (replica, more preferred cluster) pair where a new replica would fit now
-    (every admit and reserve hook, spread with both and after the old one leaves); else
-    None and the first reason a more preferred cluster gave."""
+    (every admit, admit_move and reserve hook: spread with all three, and after the old one
+    leaves); else None and the first reason a more preferred cluster gave."""
     clusters = cycle.clusters
     open_clusters = cycle.filtered(st).open
-    spread = st.get(SPREAD)
-    before = spread.violation() if spread is not None else 0
+    movers = st.hooks["admit_move"]
     blocked = None
     for old in movable:
         rank = prefs.rank(clusters[old.cluster])
         better = [c for c in open_clusters if prefs.rank(clusters[c]) < rank]
         for cluster in sorted(better, key=lambda c: score_key(st, clusters[c])):
             refusal = admit_reason(st, clusters[cluster], remaining=1 << 30)
-            why: str | None = resolve(refusal) if refusal is not None else None
-            if why is None and spread is not None:
-                after = spread.copy()
-                after.add(cluster)
-                after.remove(old.cluster)
-                if after.violation() > before:
-                    why = f"moving {old.name} to {cluster} would break a spread constraint"
+            why: str | None = resolve(refusal).message if refusal is not None else None
+            if why is None:
+                moved = _move_refusal(movers, old, clusters[cluster])
+                why = moved.message if moved is not None else None
             if why is None:
                 fits, refusal = reserve(cycle, st, clusters[cluster], commit=False)
                 if fits is not None:
                     return (old, cluster), None
-                why = resolve(refusal) if refusal is not None else "rejected"
+                why = resolve(refusal).message if refusal is not None else "rejected"
             blocked = blocked or f"{cluster}: {why}"
     return None, blocked
+
+
+def _move_refusal(movers: list[Binding], old: PlacedReplica, cluster: ClusterView) -> Reason | None:
+    return next((why for b in movers if (why := b.admit_move(old, cluster)) is not None), None)

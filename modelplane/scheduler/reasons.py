@@ -1,42 +1,56 @@
 """Why a cluster refused a replica, or why a kept replica was not kept: `Reason(code, plugin,
-message)`.
+message, kind)`, a frozen value.
 
 The message is what people read (`plan`, `pulumi preview`, the placement JSON); the code
-is what programs read: feasibility tells capacity from policy by it, never by the text.
-A `Reason` *is* its message (a `str`), so the JSON keeps `{"cluster": "message"}` byte for
-byte and anything that prints or compares reasons keeps working; two reasons with one
-message are one explanation. A reason read back from a placement document carries only
-its message: its code is `RECORDED`.
+and the kind are what programs read, never the text. The kind is set by the plugin that
+refuses, as a Kubernetes filter plugin sets its status (Unschedulable, answered by
+preemption, against UnschedulableAndUnresolvable): feasibility gives a replica its verdict by
+the kinds of the refusals alone, so a new plugin's refusal is judged as its plugin says:
+
+* `POLICY` (the default) — a rule refuses the cluster: no scale-up answers it (`Blocked`);
+* `CAPACITY` — the cluster could take it with more nodes, or once a FleetBudget has room:
+  feasibility simulates the scale-up, and charges the budgets (`FitsAfterScaleUp`, or
+  `Blocked` naming the FleetBudget);
+* `NEVER` — the cluster cannot hold it at any size (`NotFeasible` when no cluster can).
+
+A reason is turned into text only at the edges that print or write it (`message`): the JSON
+keeps `{"cluster": "message"}` byte for byte. A reason read back from a placement document
+carries its message only: its code is `RECORDED`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
+
+Kind = Literal["policy", "capacity", "never"]
+POLICY: Kind = "policy"          # a rule refuses: no scale-up answers it
+CAPACITY: Kind = "capacity"      # more nodes (or budget) could answer it: feasibility simulates
+NEVER: Kind = "never"            # no size of the cluster could hold it
 
 
-class Reason(str):
+@dataclass(frozen=True, slots=True)
+class Reason:
     """A refusal: `code` (one of the constants below), `plugin` (the plugin or stage that
-    refused) and the message, which is the string itself."""
+    refused), the `message` people read and its `kind` (what could answer it)."""
 
     code: str
     plugin: str
+    message: str
+    kind: Kind = POLICY
 
-    def __new__(cls, code: str, plugin: str, message: str) -> Reason:
-        self = super().__new__(cls, message)
-        self.code = code
-        self.plugin = plugin
-        return self
 
-    @property
-    def message(self) -> str:
-        return str.__str__(self)
+def messages(reasons: Mapping[str, Reason]) -> dict[str, str]:
+    """The words of each cluster's reason: what the JSON holds."""
+    return {cluster: why.message for cluster, why in reasons.items()}
 
-    def __reduce__(self) -> tuple[type[Reason], tuple[str, str, str]]:
-        return (Reason, (self.code, self.plugin, self.message))
 
-    def __repr__(self) -> str:
-        return f"Reason({self.code!r}, {self.plugin!r}, {self.message!r})"
+def same_words(a: Mapping[str, Reason], b: Mapping[str, Reason]) -> bool:
+    """Whether two reasons mappings read alike (the same clusters, the same messages)."""
+    return a is b or (len(a) == len(b) and all(
+        (other := b.get(cluster)) is not None and other.message == why.message for cluster, why in a.items()))
 
 
 @lru_cache(maxsize=4096)
@@ -46,22 +60,22 @@ def recorded(message: str) -> Reason:
     return Reason(RECORDED, "", message)
 
 
-# -- refusals of a cluster (per-cluster plugins) ------------------------------------
-SELECTOR_MISMATCH = "ClusterSelectorMismatch"     # selectors: the deployment's clusterSelector
-CACHE_SELECTOR_MISMATCH = "CacheSelectorMismatch"  # cache-staging: the ModelCache's clusterSelector
-CACHE_NOT_STAGEABLE = "CacheNotStageable"         # cache-staging: no cache storage on the cluster
-CLUSTER_UNAVAILABLE = "ClusterUnavailable"        # outages: unreachable, unready, failover in flight
-UNTOLERATED_TAINT = "UntoleratedTaint"            # taints: NoSchedule/NoExecute keeps new replicas off
-NOT_IN_ANY_TIER = "NotInAnyTier"                  # tiers: outside every clusterPreferences tier
-SPREAD_CONSTRAINT = "SpreadConstraint"            # spread: a spreadConstraint refuses the cluster's group
-NO_POOL_FITS = "NoPoolFits"                       # device-fit: no pool matches the engine at any size
-INSUFFICIENT_CAPACITY = "InsufficientCapacity"    # device-fit: pools match, but are short
-ZONE_SHORTFALL = "ZoneShortfall"                  # gang-zones: the pool has room, no one zone of it has
-NO_COMMON_ZONE = "NoCommonZone"                   # gang-zones: a gang's pools share no zone, at any size
-BUDGET_EXCEEDED = "BudgetExceeded"                # budgets: a FleetBudget cannot pay for the replica
+# -- refusals of a cluster (per-cluster plugins), with the kind each plugin gives -----
+SELECTOR_MISMATCH = "ClusterSelectorMismatch"     # selectors (never): the deployment's clusterSelector
+CACHE_SELECTOR_MISMATCH = "CacheSelectorMismatch"  # cache-staging (never): the ModelCache's clusterSelector
+CACHE_NOT_STAGEABLE = "CacheNotStageable"         # cache-staging (never): no cache storage on the cluster
+CLUSTER_UNAVAILABLE = "ClusterUnavailable"        # outages (policy): unreachable, unready, failover in flight
+UNTOLERATED_TAINT = "UntoleratedTaint"            # taints (policy): NoSchedule/NoExecute keeps new replicas off
+NOT_IN_ANY_TIER = "NotInAnyTier"                  # tiers (policy): outside every clusterPreferences tier
+SPREAD_CONSTRAINT = "SpreadConstraint"            # spread (policy): a spreadConstraint refuses the cluster's group
+NO_POOL_FITS = "NoPoolFits"                       # device-fit (never): no pool matches the engine at any size
+INSUFFICIENT_CAPACITY = "InsufficientCapacity"    # device-fit (capacity): pools match, but are short
+ZONE_SHORTFALL = "ZoneShortfall"                  # gang-zones (capacity): the pool has room, no one zone of it
+NO_COMMON_ZONE = "NoCommonZone"                   # gang-zones (never): a gang's pools share no zone
+BUDGET_EXCEEDED = "BudgetExceeded"                # budgets (capacity): a FleetBudget cannot pay for the replica
 REJECTED = "Rejected"                             # no plugin said why (never expected)
 
-# -- why a previous replica is not kept (stages) ---------------------------------------
+# -- why a previous replica is not kept (stages; no verdict reads their kind) -----------
 CLUSTER_GONE = "ClusterGone"
 DUPLICATE = "DuplicateIdentity"
 EVICTED = "EvictedByTaint"

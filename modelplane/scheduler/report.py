@@ -10,6 +10,7 @@ from modelplane.json_types import JsonObject
 
 from . import policy_report
 from .ledger import DEFAULT_ACCOUNTING
+from .reasons import Reason, same_words
 from .types import DeploymentPlacement, FleetPlacement, PlacedReplica
 
 
@@ -46,11 +47,11 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
             out += _rows(("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL"), rows, "  ")
         out += policy_report.deployment_lines(d)
         for rep, why in d.dropped:
-            out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why}")
+            out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why.message}")
         first = None
         for u in d.unplaced:
             out.append(f"  unplaced replica #{u.index}:{policy_report.verdict(u)}")
-            if first is not None and (u.reasons is first.reasons or u.reasons == first.reasons):
+            if first is not None and same_words(u.reasons, first.reasons):
                 out.append(f"    refused as #{first.index}")
                 continue
             first = u
@@ -66,12 +67,12 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
 GROUP_FROM = 4
 
 
-def refusals(reasons: Mapping[str, str]) -> list[str]:
+def refusals(reasons: Mapping[str, Reason]) -> list[str]:
     """`cluster: reason` per cluster, in cluster order; a reason given by GROUP_FROM or more
     clusters is one line `c1, c2, ... (N clusters): reason`, where its first cluster stands."""
     by_reason: dict[str, list[str]] = {}
     for cluster in sorted(reasons):
-        by_reason.setdefault(reasons[cluster], []).append(cluster)
+        by_reason.setdefault(reasons[cluster].message, []).append(cluster)
     lines: list[tuple[str, str]] = []
     for why, clusters in by_reason.items():
         if len(clusters) >= GROUP_FROM:

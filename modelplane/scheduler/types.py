@@ -7,6 +7,7 @@ import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from modelplane.api.model_deployment import MAX_REPLICAS
 from modelplane.json_types import JsonObject, JsonValue
@@ -14,11 +15,14 @@ from modelplane.json_types import JsonObject, JsonValue
 from .conditions import Condition
 from .jsonfields import PlacementFormatError, Where, at, count, need, optional_string, string_list, strings
 from .policy_types import BudgetStatus, Feasibility, PolicyStatus, condition_from_json
-from .reasons import Reason, recorded
+from .reasons import Reason, messages, recorded, same_words
 
 __all__ = ["REASONS_OF", "Condition", "DeploymentPlacement", "EnginePlacement", "Failover", "FleetPlacement",
            "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced"]
 
+# The JSON edge of a Reason, for json.dumps' `default` (the encoder calls it only for what is
+# not JSON already; in a placement that is the Reasons of `unplaced[].reasons`): its message.
+_WORDS = attrgetter("message")
 # An unplaced replica whose reasons are those of an earlier one: its index.
 REASONS_OF = "reasonsOf"
 # No plan gives a replica an index past the replicas a deployment may have, with the ones
@@ -133,7 +137,7 @@ class Unplaced:
     feasibility: Feasibility | None = None   # policies: NotFeasible, FitsAfterScaleUp or Blocked
 
     def to_json(self) -> JsonObject:
-        out = {"index": self.index, "reasons": dict(self.reasons)}
+        out: JsonObject = {"index": self.index, "reasons": messages(self.reasons)}
         if self.feasibility is not None:
             out["feasibility"] = self.feasibility.to_json()
         return out
@@ -167,7 +171,7 @@ class DeploymentPlacement:
     unplaced: list[Unplaced] = field(default_factory=list)
     # previous replicas not kept, with why (moved, drained, scaled down); for reports,
     # not part of the JSON schema
-    dropped: list[tuple[PlacedReplica, str]] = field(default_factory=list, compare=False)
+    dropped: list[tuple[PlacedReplica, Reason]] = field(default_factory=list, compare=False)
     # spread, tiers, moves; None for a deployment without placementPolicy
     policy: PolicyStatus | None = field(default=None, compare=False)
     # replicas set aside on failed clusters and their replacements (scheduler.failover)
@@ -178,8 +182,8 @@ class DeploymentPlacement:
 
     def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
                 engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
-        """`reasons`: how to write each unplaced replica's reasons (a copy of the mapping by
-        default); `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
+        """`reasons`: how to write each unplaced replica's reasons (the messages by default);
+        `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
         return {
             "namespace": self.namespace,
             "name": self.name,
@@ -227,6 +231,22 @@ class DeploymentPlacement:
         )
 
 
+def _messages_once() -> Callable[[Mapping[str, Reason]], dict[str, str]]:
+    """`reasons.messages`, worked out once per mapping (deployments refused alike share one)
+    and copied for every further use, so no two places of the document share a dict."""
+    words: dict[int, tuple[Mapping[str, Reason], dict[str, str]]] = {}
+
+    def once(mapping: Mapping[str, Reason]) -> dict[str, str]:
+        hit = words.get(id(mapping))
+        if hit is not None:
+            return dict(hit[1])
+        out = messages(mapping)
+        words[id(mapping)] = (mapping, out)         # holds the mapping: its id stays its own
+        return out
+
+    return once
+
+
 def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Reason]], object] | None = None
                    ) -> list[JsonObject]:
     """Every unplaced replica of a deployment has the same per-cluster reasons (one fill
@@ -235,14 +255,19 @@ def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Rea
     out: list[JsonObject] = []
     first: Unplaced | None = None
     for u in unplaced:
-        entry = u.to_json()
-        if first is not None and (u.reasons is first.reasons or u.reasons == first.reasons):
-            del entry["reasons"]
+        if first is not None and same_words(u.reasons, first.reasons):
+            entry: JsonObject = {"index": u.index}
+            if u.feasibility is not None:
+                entry["feasibility"] = u.feasibility.to_json()
             entry[REASONS_OF] = first.index
+        elif reasons is not None:
+            first = u
+            entry = {"index": u.index, "reasons": reasons(u.reasons)}
+            if u.feasibility is not None:
+                entry["feasibility"] = u.feasibility.to_json()
         else:
             first = u
-            if reasons is not None:
-                entry["reasons"] = reasons(u.reasons)
+            entry = u.to_json()
         out.append(entry)
     return out
 
@@ -264,6 +289,8 @@ class FleetPlacement:
 
     def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
                 engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
+        if reasons is None:
+            reasons = _messages_once()
         out: JsonObject = {"deployments": [d.to_json(reasons, engine) for d in self.deployments]}
         if self.budgets:
             out["budgets"] = [b.to_json() for b in self.budgets]
@@ -274,7 +301,9 @@ class FleetPlacement:
         scheduler shares one reasons mapping between deployments refused alike (hundreds
         on an oversubscribed fleet, most of its JSON) and one engine placement between the
         replicas placed alike (thousands, most of the rest), so each shared one is encoded
-        once and spliced in where a one-off placeholder stands."""
+        once and spliced in where a one-off placeholder stands. Reasons go to the encoder as
+        they are, and it writes each as its message (`_WORDS`, called by the C encoder: a
+        thousand clusters' reasons are not first copied into a dict of strings)."""
         uses: dict[int, int] = {}
         for d in self.deployments:
             if d.unplaced:
@@ -283,7 +312,7 @@ class FleetPlacement:
                 for e in r.engines.values():
                     uses[id(e)] = uses.get(id(e), 0) + 1
         if all(n == 1 for n in uses.values()):
-            return json.dumps(self.to_json(), separators=(",", ":"))
+            return json.dumps(self.to_json(dict), separators=(",", ":"), default=_WORDS)
         nonce = secrets.token_hex(8)
         texts: list[str] = []
         marks: dict[int, str] = {}
@@ -294,12 +323,12 @@ class FleetPlacement:
             mark = marks.get(id(shared))
             if mark is None:
                 mark = marks[id(shared)] = f"\x00{nonce}{len(texts)}\x00"
-                texts.append(json.dumps(value(), separators=(",", ":")))
+                texts.append(json.dumps(value(), separators=(",", ":"), default=_WORDS))
             return mark
 
         doc = self.to_json(lambda mapping: once(mapping, lambda: dict(mapping)),
                            lambda engine: once(engine, engine.to_json))
-        pieces = json.dumps(doc, separators=(",", ":")).split(f'"\\u0000{nonce}')
+        pieces = json.dumps(doc, separators=(",", ":"), default=_WORDS).split(f'"\\u0000{nonce}')
         out = [pieces[0]]
         for piece in pieces[1:]:            # "<n>\u0000" then the rest of the document
             n, rest = piece.split('\\u0000"', 1)

@@ -72,8 +72,8 @@ def test_every_placed_replica_renders_and_every_render_refusal_is_a_scheduler_re
             assert name not in candidates[(dp.namespace, dp.name)]
             assert name not in {r.cluster for r in dp.replicas}
             for unplaced in dp.unplaced:
-                assert "cannot be staged on this cluster" in unplaced.reasons[name] or \
-                    "clusterSelector does not match" in unplaced.reasons[name], unplaced.reasons[name]
+                assert "cannot be staged on this cluster" in unplaced.reasons[name].message or \
+                    "clusterSelector does not match" in unplaced.reasons[name].message, unplaced.reasons[name]
 
 
 @SETTINGS
@@ -116,5 +116,5 @@ def test_the_issue_9_fleet_plans(source):
     fleet = load_documents(docs)
     placement = place_fleet(fleet)
     assert placement.find("default", "d").replicas == []
-    assert "cannot be staged" in placement.find("default", "d").unplaced[0].reasons["c"]
+    assert "cannot be staged" in placement.find("default", "d").unplaced[0].reasons["c"].message
     plan_fleet(fleet, placement)

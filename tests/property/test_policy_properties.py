@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from modelplane.api import load_documents
 from modelplane.scheduler import FleetPlacement, place_fleet
 from modelplane.scheduler.matching import Matcher, MemberMatch
+from modelplane.scheduler.reasons import MOVED_BACK
 from modelplane.scheduler.shape import compile_clusters, compile_deployment
 from modelplane.vocabulary import CLUSTER_NAME_KEY
 from tests.manifests import (
@@ -213,8 +214,8 @@ def test_a_move_never_lowers_ready_replicas(docs, accounting, data) -> None:
             now = {r.name for r in d.replicas}
             completed = 0
             for old, why in d.dropped:
-                assert why.startswith("moved back"), f"unchanged inputs dropped {old.name}: {why}"
-                new = why.split(": ")[1].split(" on ")[0]     # "moved back to tier T: NEW on C is ready"
+                assert why.code == MOVED_BACK, f"unchanged inputs dropped {old.name}: {why}"
+                new = why.message.split(": ")[1].split(" on ")[0]     # "moved back to tier T: NEW on C is ready"
                 assert new in was_ready and new in now, f"{old.name} dropped before {new} was ready"
                 completed += 1
                 event("a move completed")

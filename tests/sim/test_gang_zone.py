@@ -120,7 +120,7 @@ def test_plan_and_cluster_agree_on_gang_zones(
     assert sorted(r.cluster for r in placed.replicas) == ["zonal", "zonal"]
     assert sorted(r.engines["vllm"].zones for r in placed.replicas) == [("us-east-1a",), ("us-east-1b",)]
     refusal = placed.unplaced[0].reasons["split"]
-    assert refusal.code == ZONE_SHORTFALL and "us-east-1a: 8 of 8, us-east-1b: 8 of 8" in refusal, refusal
+    assert refusal.code == ZONE_SHORTFALL and "us-east-1a: 8 of 8, us-east-1b: 8 of 8" in refusal.message, refusal
     zonal_objects = plan_fleet(fleet, placement).clusters["zonal"].objects()
     # what a zone-blind plan would put on `split`: the same fleet with its pool in one zone
     believed = load_manifests(_two_clusters(tmp_path / "believed", ["us-east-1a"]))

@@ -1,6 +1,10 @@
 """budgets (`FleetBudget`): a replica is placed only if every budget in its deployment's
 scope can pay for the DRA devices it claims on the cluster its engines were just fitted
-to (scheduler.budget keeps the book). Reports `WithinBudget`."""
+to (scheduler.budget keeps the book). Reports `WithinBudget`.
+
+A refusal is of kind CAPACITY: a FleetBudget is capacity counted fleet-wide, and feasibility
+charges the budgets in its scale-up simulation, which names the FleetBudget when it is what
+refuses (Blocked)."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Self
 from modelplane.scheduler.budget import BudgetBook, book
 from modelplane.scheduler.conditions import Condition
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Reservation
-from modelplane.scheduler.reasons import BUDGET_EXCEEDED, Reason
+from modelplane.scheduler.reasons import BUDGET_EXCEEDED, CAPACITY, Reason
 
 
 class Budgets(Binding):
@@ -29,7 +33,7 @@ class Budgets(Binding):
         over = self.book.over(costs)
         if over is not None:
             self.last = over
-            return Reason(BUDGET_EXCEEDED, self.name, over[1])
+            return Reason(BUDGET_EXCEEDED, self.name, over[1], CAPACITY)
         self.book.charge(costs)
         r.notes = {**(r.notes or {}), self.name: costs}
         return None

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState
-from modelplane.scheduler.reasons import CACHE_NOT_STAGEABLE, CACHE_SELECTOR_MISMATCH, Reason
+from modelplane.scheduler.reasons import CACHE_NOT_STAGEABLE, CACHE_SELECTOR_MISMATCH, NEVER, Reason
 from modelplane.scheduler.shape import ClusterView, Labels
 
 from .selectors import label_mismatch
@@ -31,9 +31,10 @@ class CacheStaging(Binding):
         miss = label_mismatch(cluster.labels, self.selector)
         if miss:
             return Reason(CACHE_SELECTOR_MISMATCH, self.name,
-                          f"ModelCache {self.cache} clusterSelector does not match: {miss}")
+                          f"ModelCache {self.cache} clusterSelector does not match: {miss}", NEVER)
         if cluster.cache_problem:
             # The renderer could not draw the cache's PVC there: refuse here, with its reason.
             return Reason(CACHE_NOT_STAGEABLE, self.name,
-                          f"ModelCache {self.cache} cannot be staged on this cluster: {cluster.cache_problem}")
+                          f"ModelCache {self.cache} cannot be staged on this cluster: {cluster.cache_problem}",
+                          NEVER)
         return None

@@ -20,6 +20,9 @@ of such a pool (ledger.PoolKey (cluster, pool, zone)), which only gang copies ch
 * refuses_already / explain: like device fit, a cluster whose zones refused a demand refuses it
   for the rest of the pass (fill only charges zones), so deployments alike do not try it again;
   the words are worked out once per (cluster, charges so far, engines), when read.
+* scale_up (feasibility): after device fit grew the pools, zones for every copy, adding nodes
+  to its pools until one zone holds the next copy. NoCommonZone is a refusal of kind NEVER:
+  no size of the cluster answers it; ZoneShortfall one of kind CAPACITY.
 
 Gang zones judge the pools device fit chose (the first with room, in published order): a later
 pool of the same cluster whose zones would hold the gang is not tried, in this fill or, once
@@ -33,13 +36,25 @@ from dataclasses import dataclass, replace
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Keeping, Key, Reservation
+from modelplane.scheduler.growth import Growth, ScaleUp, nodes_to_add, per_node_devices
 from modelplane.scheduler.ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage, fresh_nodes
 from modelplane.scheduler.ledger_stage import add_zones
 from modelplane.scheduler.matching import Matcher, MemberMatch
-from modelplane.scheduler.placement import place_replica
-from modelplane.scheduler.reasons import NO_COMMON_ZONE, REJECTED, ZONE_SHORTFALL, Deferred, Reason, Refusal
+from modelplane.scheduler.reasons import (
+    CAPACITY,
+    NEVER,
+    NO_COMMON_ZONE,
+    REJECTED,
+    ZONE_SHORTFALL,
+    Deferred,
+    Reason,
+    Refusal,
+)
 from modelplane.scheduler.shape import ClusterView, DeploymentShape, EngineShape
 from modelplane.scheduler.types import EnginePlacement
+
+from .device_fit import memo as fit_memo
+from .device_fit.fit import place_replica
 
 PLUGIN = "gang-zones"
 
@@ -76,7 +91,7 @@ def gang_demand(matcher: Matcher, engine: EngineShape, cluster: ClusterView,
     if not zones:
         listed = "; ".join(f"{v.name}: {', '.join(v.zones)}" for v in {v.name: v for v in views}.values() if v.zones)
         return Reason(NO_COMMON_ZONE, PLUGIN, f"engine {engine.name}: its pools share no zone ({listed}), "
-                                              "and the pods of one copy must share one")
+                                              "and the pods of one copy must share one", NEVER)
     per_pool: dict[str, list[Usage]] = {}
     for member, view in zip(engine.members, views, strict=True):
         match = matcher.match(member, view.cls)
@@ -186,7 +201,8 @@ def shortfall(ledger: Ledger | Trial, cluster: ClusterView, demand: GangDemand, 
     each = ", ".join(f"{z}: {max(0, f)} of {cap}" for z, f in frees.items())
     most = max(0, max(frees.values()))
     return Reason(ZONE_SHORTFALL, PLUGIN, f"engine {demand.engine}: {what} needs {need} in one zone of pool "
-                                          f"{pool_name}; its zones have at most {_count(most, unit)} free ({each})")
+                                          f"{pool_name}; its zones have at most {_count(most, unit)} free ({each})",
+                  CAPACITY)
 
 
 def _count(n: int, unit: str) -> str:
@@ -213,7 +229,8 @@ class GangZones(Binding):
 
     def __init__(self, cycle: Cycle, st: DeploymentState) -> None:
         self.cycle, self.st = cycle, st
-        self.refuses_key = st.engines_id
+        self.fit = fit_memo(cycle)
+        self.refuses_key = self.scale_up_key = st.engines_id
         # per pool signature of a cluster: the cycle's clusters whose zones refused this demand
         self._refusing: dict[int, set[str]] = {}
         self._demands = cycle.get(DEMANDS) or cycle.put(DEMANDS, {})
@@ -262,7 +279,7 @@ class GangZones(Binding):
     def _refused(self, cluster: ClusterView) -> set[str]:
         hit = self._refusing.get(cluster.sig_id)
         if hit is None:
-            hit = self._refusing[cluster.sig_id] = self.cycle.refusing((PLUGIN, self.cycle.demand(self.st, cluster)))
+            hit = self._refusing[cluster.sig_id] = self.fit.refusing((PLUGIN, self.fit.demand(self.st, cluster)))
         return hit
 
     def refuses_already(self, cluster: ClusterView) -> bool:
@@ -306,11 +323,20 @@ class GangZones(Binding):
         hit = memo.get(key)
         if hit is None:
             trial = Trial(cycle.ledger)
-            engines, why = place_replica(cycle.options(self.st, cluster), cluster.name, trial)
+            engines, why = place_replica(self.fit.options(self.st, cluster), cluster.name, trial)
             if engines is not None:
                 why = self._zones(trial, cluster, dict(engines))
-            hit = memo[key] = why or Reason(REJECTED, self.name, "rejected")
+            hit = memo[key] = why or Reason(REJECTED, self.name, "rejected", CAPACITY)
         return hit
+
+    def scale_up(self, s: ScaleUp) -> bool:
+        """Zones for the gangs of the replica device fit just grew the pools for, growing the
+        pools further until one zone holds each copy."""
+        assert s.engines is not None, "device-fit places the engines (growing pools) before their zones"
+        gangs = gang_demands(self.cycle.matcher, self.st.shape, s.cluster, s.engines)
+        if isinstance(gangs, Reason):
+            return False
+        return all(_zones_after_growth(demand, s.ledger, s.growth) for demand in gangs)
 
 
 ZONED = Key[bool]("gang-zones.zoned")
@@ -383,3 +409,31 @@ def _recorded(cycle: Cycle) -> Iterator[tuple[str, GangDemand, tuple[str, ...]]]
                 if isinstance(demand, GangDemand) and len(e.zones) == demand.copies and \
                         all(z in demand.zones for z in e.zones):
                     yield cluster.name, demand, e.zones
+
+
+def _zones_after_growth(demand: GangDemand, trial: Trial, grown: Growth) -> bool:
+    """Zones for every copy of a gang, adding nodes to its pools until one zone holds the next
+    copy: to get `d` more nodes in a zone of a pool capped at `nodes // zones`, the pool grows
+    to `zones * (nodes // zones + d)`. False if growing cannot help."""
+    cluster = grown.cluster
+    for _ in range(demand.copies + 1):
+        if assign_zones(trial, cluster.name, demand) is not None:
+            return True
+        best: tuple[int, dict[str, int]] | None = None
+        for zone in demand.zones:
+            adds: dict[str, int] = {}
+            for pool_name, usages in demand.charges:
+                view = cluster.pool(pool_name)
+                assert view is not None
+                short = nodes_to_add(trial.peek((cluster.name, pool_name, zone)), list(usages), per_node_devices(view))
+                if short:
+                    now = grown.nodes(view)
+                    zones = len(view.zones)
+                    adds[pool_name] = short if view.zone_nodes is None else zones * (now // zones + short) - now
+            if adds and (best is None or sum(adds.values()) < best[0]):
+                best = (sum(adds.values()), adds)
+        if best is None:
+            return False
+        for pool_name, n in best[1].items():
+            grown.add(trial, pool_name, n)
+    return False

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Key
-from modelplane.scheduler.reasons import CLUSTER_UNAVAILABLE, Reason
+from modelplane.scheduler.reasons import CLUSTER_UNAVAILABLE, POLICY, Reason
 from modelplane.scheduler.shape import ClusterView
 
 ANY_CLOSED = Key[bool]("outages")
@@ -16,6 +16,7 @@ ANY_CLOSED = Key[bool]("outages")
 
 class Outages(Binding):
     name = "outages"
+    policy_name = "cluster outage"
 
     @classmethod
     def bind(cls, cycle: Cycle, st: DeploymentState) -> Self | None:  # noqa: ARG003 - one answer for all
@@ -26,5 +27,5 @@ class Outages(Binding):
 
     def filter(self, cluster: ClusterView) -> Reason | None:
         if cluster.outage:
-            return Reason(CLUSTER_UNAVAILABLE, self.name, f"cluster unavailable: {cluster.outage}")
+            return Reason(CLUSTER_UNAVAILABLE, self.name, f"cluster unavailable: {cluster.outage}", POLICY)
         return None

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState
-from modelplane.scheduler.reasons import SELECTOR_MISMATCH, Reason
+from modelplane.scheduler.reasons import NEVER, SELECTOR_MISMATCH, Reason
 from modelplane.scheduler.shape import ClusterView, Labels
 
 
@@ -34,4 +34,4 @@ class Selectors(Binding):
 
     def filter(self, cluster: ClusterView) -> Reason | None:
         miss = label_mismatch(cluster.labels, self.selector)
-        return Reason(SELECTOR_MISMATCH, self.name, f"clusterSelector does not match: {miss}") if miss else None
+        return Reason(SELECTOR_MISMATCH, self.name, f"clusterSelector does not match: {miss}", NEVER) if miss else None

@@ -6,6 +6,7 @@ share a label value, with minGroups, maxGroups and maxReplicasPerGroup.
   groups `minGroups` still needs and its group is already used;
 * score: clusters of groups not used yet first, while `minGroups` is not reached;
 * reserve/unreserve: count the replica in its group;
+* admit_move: a move back must not leave the replicas further from the rules than they are;
 * reports `SpreadSatisfied` and `placementPolicy.spread`.
 
 Every refusal is monotone while one deployment fills (counts only grow, the replicas left
@@ -24,8 +25,9 @@ from modelplane.scheduler.conditions import Condition, spread_satisfied
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Key, Reservation
 from modelplane.scheduler.policy import SpreadRule
 from modelplane.scheduler.policy_types import PolicyStatus, SpreadStatus
-from modelplane.scheduler.reasons import SPREAD_CONSTRAINT, Reason
+from modelplane.scheduler.reasons import POLICY, SPREAD_CONSTRAINT, Reason
 from modelplane.scheduler.shape import ClusterView
+from modelplane.scheduler.types import PlacedReplica
 
 
 @dataclass
@@ -152,6 +154,7 @@ SPREAD = Key[SpreadState]("spread")
 
 class Spread(Binding):
     name = "spread"
+    policy_name = "spreadConstraints"
     reserve_refuses = False
 
     def __init__(self, cycle: Cycle, st: DeploymentState, rules: tuple[SpreadRule, ...]) -> None:
@@ -171,7 +174,7 @@ class Spread(Binding):
 
     def admit(self, cluster: ClusterView, remaining: int) -> Reason | None:
         why = self.state.block_reason(cluster.name, remaining)
-        return Reason(SPREAD_CONSTRAINT, self.name, why) if why is not None else None
+        return Reason(SPREAD_CONSTRAINT, self.name, why, POLICY) if why is not None else None
 
     def score(self, cluster: ClusterView) -> int:
         return self.state.preference(cluster.name)
@@ -188,6 +191,15 @@ class Spread(Binding):
 
     def unreserve(self, r: Reservation) -> None:
         self.state.remove(r.cluster.name)
+
+    def admit_move(self, replica: PlacedReplica, cluster: ClusterView) -> Reason | None:
+        after = self.state.copy()
+        after.add(cluster.name)
+        after.remove(replica.cluster)
+        if after.violation() <= self.state.violation():
+            return None
+        return Reason(SPREAD_CONSTRAINT, self.name,
+                      f"moving {replica.name} to {cluster.name} would break a spread constraint", POLICY)
 
     def conditions(self) -> list[Condition]:
         return [spread_satisfied(self.st.desired, self.state.problems(self.st.desired), self.state.summary())]

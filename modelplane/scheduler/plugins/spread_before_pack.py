@@ -3,14 +3,15 @@ replicas of this deployment first, ties by cluster name — spread first, pack o
 needed, alphabetical tie-break. It is the last score, so every other plugin's score
 comes before it.
 
-When it is the only score (no tiers, no spread), the fill takes clusters from
-`SpreadQueue`, a lazy heap: clusters without a replica of the deployment all weigh 0 and
+When it is the only score (no tiers, no spread), the fill takes clusters from its `queue`
+hook, `SpreadQueue`, a lazy heap: clusters without a replica of the deployment all weigh 0 and
 come in name order straight from the sorted list, so only clusters holding replicas sit
 in a heap, and a deployment's fill costs its replicas, not a heap entry per cluster (a
 million at 1,000 clusters and 1,000 deployments). Clusters another plugin already knows
 refuse (`refuses_already`: device fit, for a demand they refused earlier in the pass) are
-stepped over through a `SkipList` shared by every deployment of the same filters and
-engines, so a full cluster costs each such group one look, not each deployment one.
+stepped over through the fill's `SkipList` (scheduler.queues), shared by every deployment of
+the same filters and engines, so a full cluster costs each such group one look, not each
+deployment one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState
+from modelplane.scheduler.queues import SkipList
 from modelplane.scheduler.shape import ClusterView
 
 
@@ -40,31 +42,9 @@ class SpreadBeforePack(Binding):
 
     def queue(self, names: list[str], skips: SkipList | None = None,
               refuses: Callable[[str], bool] | None = None) -> SpreadQueue:
-        """The fill's order when this is the only score; `skips` with `refuses` steps over
-        clusters known to refuse without handing them to the fill."""
+        """The fill's order when this is the only score (the order its score gives); `skips`
+        with `refuses` steps over clusters known to refuse without handing them to the fill."""
         return SpreadQueue(names, Counter(r.cluster for r in self.st.current), skips, refuses)
-
-
-class SkipList:
-    """Over a sorted list of clusters, the next one at or after a position that no plugin
-    knows to refuse. Refusals it records are permanent (a `refuses_already` answer stays
-    true for the pass), so the steps are shortened as they are found (path halving): the
-    deployments sharing it walk each refusing cluster once between them."""
-
-    def __init__(self, names: list[str]) -> None:
-        self.names = names
-        self._next = list(range(len(names) + 1))     # i -> a position at or before the next one to look at
-
-    def find(self, i: int, refuses: Callable[[str], bool]) -> int:
-        """The first position >= i whose cluster `refuses` does not refuse (len(names) if none)."""
-        nxt, names, end = self._next, self.names, len(self.names)
-        while True:
-            while nxt[i] != i:                        # follow (and halve) the recorded steps
-                nxt[i] = nxt[nxt[i]]
-                i = nxt[i]
-            if i == end or not refuses(names[i]):
-                return i
-            nxt[i] = i + 1
 
 
 class SpreadQueue:

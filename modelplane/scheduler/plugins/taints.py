@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Self
 
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Keeping
-from modelplane.scheduler.reasons import EVICTED, UNTOLERATED_TAINT, Reason
+from modelplane.scheduler.reasons import EVICTED, POLICY, UNTOLERATED_TAINT, Reason
 from modelplane.scheduler.shape import ClusterView, Toleration
 from modelplane.scheduler.taints import evicting_taint, repelling_taint
 
@@ -24,7 +24,7 @@ class Taints(Binding):
 
     def filter(self, cluster: ClusterView) -> Reason | None:
         taint = repelling_taint(cluster.taints, self.tolerations)
-        return Reason(UNTOLERATED_TAINT, self.name, f"untolerated taint {taint}") if taint else None
+        return Reason(UNTOLERATED_TAINT, self.name, f"untolerated taint {taint}", POLICY) if taint else None
 
     def keep(self, kept: Keeping) -> Reason | None:
         taint = evicting_taint(kept.cluster.taints, self.tolerations)

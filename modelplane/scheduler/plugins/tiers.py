@@ -18,13 +18,14 @@ from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState
 from modelplane.scheduler.moves import MOVES, Moves
 from modelplane.scheduler.policy import Preferences
 from modelplane.scheduler.policy_types import PolicyStatus
-from modelplane.scheduler.reasons import NOT_IN_ANY_TIER, Reason
+from modelplane.scheduler.reasons import NOT_IN_ANY_TIER, POLICY, Reason
 from modelplane.scheduler.shape import ClusterView
 from modelplane.scheduler.types import PlacedReplica
 
 
 class Tiers(Binding):
     name = "tiers"
+    policy_name = "clusterPreferences"
 
     def __init__(self, cycle: Cycle, st: DeploymentState, prefs: Preferences) -> None:
         self.cycle, self.st, self.prefs = cycle, st, prefs
@@ -39,7 +40,7 @@ class Tiers(Binding):
         if self.prefs.rank(cluster) < len(self.prefs.tiers):
             return None
         names = ", ".join(t.name for t in self.prefs.tiers)
-        return Reason(NOT_IN_ANY_TIER, self.name, f"clusterPreferences: the cluster is in no tier ({names})")
+        return Reason(NOT_IN_ANY_TIER, self.name, f"clusterPreferences: the cluster is in no tier ({names})", POLICY)
 
     def score(self, cluster: ClusterView) -> int:
         return self.prefs.rank(cluster)

@@ -47,7 +47,7 @@ def test_a_foreign_claim_on_4_of_8_devices_leaves_4_and_the_plan_places_on_them(
     observed = place_fleet(fl, observed=cap.observed()).find("default", "chat")
     assert declared is not None and observed is not None
     assert len(declared.replicas) == 2 and len(observed.replicas) == 1
-    assert observed.unplaced[0].reasons["a"] == "engine main: short by 4 devices in pool gpu"
+    assert observed.unplaced[0].reasons["a"].message == "engine main: short by 4 devices in pool gpu"
 
 
 def test_our_kept_replicas_devices_are_charged_by_the_ledger_not_twice() -> None:

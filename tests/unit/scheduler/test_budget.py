@@ -95,7 +95,7 @@ def test_budget_status_in_json() -> None:
 def test_dropped_replica_says_why() -> None:
     fp = check_policy(CASES[8])
     (dropped,) = of(fp, "m", "ml").dropped
-    assert dropped[1].startswith("over FleetBudget ml:")
+    assert dropped[1].message.startswith("over FleetBudget ml:")
 
 
 def test_the_budget_message_names_what_is_left() -> None:

@@ -43,7 +43,7 @@ def test_the_reason_names_the_cache_and_the_fix():
                   deployment("chat", 1, cache="qwen")])
     chat = place_fleet(fleet).find("default", "chat")
     assert chat.replicas == [] and chat.conditions[0].reason == "NoClusters"
-    why = chat.unplaced[0].reasons["a-nostore"]
+    why = chat.unplaced[0].reasons["a-nostore"].message
     assert why.startswith("ModelCache qwen cannot be staged on this cluster: ")
     assert cache_storage_problem(fleet.clusters["a-nostore"]) in why
     assert "spec.cluster.existing.cache.storageClassName" in why
@@ -54,7 +54,7 @@ def test_a_kept_replica_on_a_cluster_that_cannot_stage_its_cache_moves():
     old = prev(("chat", "a-nostore", 0, {"main": "p"}), ("chat", "b-nfs", 0, {"main": "p"}))
     chat = place_fleet(fleet, previous=old).find("default", "chat")
     assert sorted((r.cluster, r.index) for r in chat.replicas) == [("b-nfs", 0), ("b-nfs", 1)]
-    assert any("cannot be staged" in why for _, why in chat.dropped)
+    assert any("cannot be staged" in why.message for _, why in chat.dropped)
 
 
 def test_the_placement_records_each_members_resolved_requests():

@@ -3,6 +3,8 @@
 
 import pytest
 
+from modelplane.scheduler.reasons import messages
+
 from .helpers import H100, cluster, deployment, engine, gpu_class, model_cache, of, plan, pool, standalone, taint, where
 
 US = {"modelplane.ai/region": "us"}
@@ -30,14 +32,14 @@ def test_scaled_to_zero_removes_every_replica() -> None:
     first = plan([*regions(), deployment("m", 2)])
     fp = plan([*regions(), deployment("m", 0)], previous=first)
     assert where(fp, "m") == [] and of(fp, "m").unplaced == []
-    assert sorted(why for _, why in of(fp, "m").dropped) == ["scaled down", "scaled down"]
+    assert sorted(why.message for _, why in of(fp, "m").dropped) == ["scaled down", "scaled down"]
 
 
 def test_no_clusters_when_selectors_match_nothing() -> None:
     fp = plan([*regions(), deployment("m", 1, selector={"modelplane.ai/region": "ap"})])
     dp = of(fp, "m")
     assert (dp.conditions[0].status, dp.conditions[0].reason) == ("False", "NoClusters")
-    assert dp.unplaced[0].reasons == {
+    assert messages(dp.unplaced[0].reasons) == {
         "eu": "clusterSelector does not match: needs modelplane.ai/region=ap, cluster has modelplane.ai/region=eu",
         "us": "clusterSelector does not match: needs modelplane.ai/region=ap, cluster has modelplane.ai/region=us",
     }
@@ -48,8 +50,8 @@ def test_cache_selector_intersects_the_deployment_selector() -> None:
     fp = plan([*regions(), model_cache("qwen", selector=EU), deployment("m", 1, selector=US, cache="qwen")])
     dp = of(fp, "m")
     assert dp.conditions[0].reason == "NoClusters"
-    assert dp.unplaced[0].reasons["eu"].startswith("clusterSelector does not match")
-    assert dp.unplaced[0].reasons["us"] == (
+    assert dp.unplaced[0].reasons["eu"].message.startswith("clusterSelector does not match")
+    assert dp.unplaced[0].reasons["us"].message == (
         "ModelCache qwen clusterSelector does not match: needs modelplane.ai/region=eu, "
         "cluster has modelplane.ai/region=us")
 
@@ -80,7 +82,7 @@ def test_every_cluster_gets_its_first_reason() -> None:
         dp = of(fp, "m")
         assert where(fp, "m") == ["d-full#0"]
         assert [u.index for u in dp.unplaced] == [1, 2]
-        assert dp.unplaced[0].reasons == {
+        assert messages(dp.unplaced[0].reasons) == {
             "a-other-region": "clusterSelector does not match: needs modelplane.ai/region=us, "
                               "cluster has modelplane.ai/region=eu",
             "b-tainted": "untolerated taint maint:NoSchedule",
@@ -94,7 +96,7 @@ def test_every_cluster_gets_its_first_reason() -> None:
 def test_too_few_devices_is_explained() -> None:
     fp = plan([H100, cluster("a", pool("gpu", "h100", 2)),
                deployment("m", 1, engine("main", standalone(gpus=4)))])
-    assert of(fp, "m").unplaced[0].reasons["a"] == (
+    assert of(fp, "m").unplaced[0].reasons["a"].message == (
         "no pool for engine main: pool gpu: member 0 (Standalone) request 'gpu' matched too few "
         "devices (needs 4, gpu has 1 of 1 per node left)")
 
@@ -102,5 +104,5 @@ def test_too_few_devices_is_explained() -> None:
 def test_each_deployment_names_its_own_cache() -> None:
     fp = plan([*regions(), model_cache("alpha", selector=EU), model_cache("beta", selector=EU),
                deployment("a", 1, selector=US, cache="alpha"), deployment("b", 1, selector=US, cache="beta")])
-    assert of(fp, "a").unplaced[0].reasons["us"].startswith("ModelCache alpha ")
-    assert of(fp, "b").unplaced[0].reasons["us"].startswith("ModelCache beta ")
+    assert of(fp, "a").unplaced[0].reasons["us"].message.startswith("ModelCache alpha ")
+    assert of(fp, "b").unplaced[0].reasons["us"].message.startswith("ModelCache beta ")

@@ -86,7 +86,7 @@ def test_retained_overcommit_keeps_only_what_fits() -> None:
     assert where(fp, "a-big") == ["a#0"]
     assert [c.type for c in of(fp, "a-big").conditions] == ["ReplicasScheduled", "Overdrawn"]
     assert where(fp, "b-small") == []
-    assert "short by 1 device in pool p1" in of(fp, "b-small").unplaced[0].reasons["a"]
+    assert "short by 1 device in pool p1" in of(fp, "b-small").unplaced[0].reasons["a"].message
 
 
 def test_device_pool_best_fit_and_rollback() -> None:

@@ -7,6 +7,7 @@ import pytest
 
 from modelplane.api import load_manifests
 from modelplane.scheduler import FleetPlacement, place_fleet
+from modelplane.scheduler.reasons import messages
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 
@@ -38,7 +39,7 @@ def test_drain() -> None:
     fp = place_fleet(load_manifests(d), previous=previous)
     assert placed(fp) == {"chat": ["us-east#0", "us-east#1"], "chat-canary": ["eu-west#0"]}
     chat = fp.find("ml-team", "chat")
-    assert chat.unplaced[0].reasons == {
+    assert messages(chat.unplaced[0].reasons) == {
         "ap-south": "untolerated taint upgrade=1.35:NoSchedule",
         "eu-west": "untolerated taint maint:NoExecute",
         "us-east": "engine main: short by 1 device in pool gpu",

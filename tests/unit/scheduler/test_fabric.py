@@ -77,12 +77,12 @@ def test_spanning_replica_is_moved_when_its_pools_leave_the_domain() -> None:
               previous=prev(("m", "a", 0, {"main": ["coord", "gpu"]})))
     assert where(fp, "m") == ["a#0"]
     assert of(fp, "m").replicas[0].engines["main"].member_pools == ("combo", "combo")
-    assert "no longer share a fabric domain" in of(fp, "m").dropped[0][1]
+    assert "no longer share a fabric domain" in of(fp, "m").dropped[0][1].message
 
 
 def test_rejection_reason_lists_each_pool() -> None:
     fp = plan([*fleet("ib-1", "ib-2"), deployment("m", 1, COORDINATED)])
-    why = of(fp, "m").unplaced[0].reasons["a"]
+    why = of(fp, "m").unplaced[0].reasons["a"].message
     assert why.startswith("no pool for engine main: ")
     # the memory selector cannot even evaluate on the coord pool's only device (a CPU)
     assert "pool coord: member 1 (Worker) request 'gpu' selector #0 errored on device cpu: no such key: memory" in why

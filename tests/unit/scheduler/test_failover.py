@@ -42,7 +42,7 @@ def test_an_outage_keeps_replicas_and_takes_no_new_one() -> None:
     second = plan(fl2, first, {"a": DOWN})
     dep = second.deployments[0]
     assert where(second) == [("a", 0), ("b", 0)]
-    assert dep.unplaced[0].reasons["a"] == f"cluster unavailable: {DOWN.reason}"
+    assert dep.unplaced[0].reasons["a"].message == f"cluster unavailable: {DOWN.reason}"
     assert not dep.failover
 
 
@@ -66,7 +66,7 @@ def test_unreachable_past_its_grace_the_replica_is_replaced_elsewhere_and_kept_u
     # the replacement is ready: the old one leaves
     done = plan(fl, back, {})
     assert where(done) == [("b", 0)] and not done.deployments[0].failover
-    assert [why for r, why in done.deployments[0].dropped] == [f"failed over: {new} replaces it and is ready"]
+    assert [why.message for r, why in done.deployments[0].dropped] == [f"failed over: {new} replaces it and is ready"]
     # and nothing moves back by itself: ten more plans, the same placement
     current = done
     for _ in range(10):

@@ -106,3 +106,16 @@ def test_json_carries_the_verdict() -> None:
     assert u["feasibility"] == {"verdict": UP, "cluster": "a", "scaleUp": {"p": 1},
                                 "message": "fits on a after adding 1 node(s) to pool p "
                                            "(1 -> 2 nodes: raise nodeCount from 1 to 2)"}
+
+
+def test_a_fabric_group_no_pool_of_which_matches_a_member_is_not_feasible() -> None:
+    """Device fit's NoPoolFits is a refusal of kind NEVER: here no pool hosts the whole engine
+    and its one fabric group has no pool for the Leader, so no size of the cluster holds it.
+    (Before refusals had kinds, this read Blocked: "no cluster can grow to hold it".)"""
+    from .test_fabric import COORDINATED, fleet
+
+    docs = [*fleet(None, "ib-1", extra=(pool("gpu2", "h100x8", 2, domain="ib-1"),)), deployment("m", 1, COORDINATED)]
+    (f,) = feasibility(plan(docs, accounting="Node"))
+    assert f.verdict == NF
+    assert f.message.startswith("no pool of the 1 cluster(s) the selectors match could ever hold it, at any size "
+                                "(first, a: no pool for engine main: ")

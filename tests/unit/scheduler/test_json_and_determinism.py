@@ -8,6 +8,7 @@ import pytest
 from modelplane.api import load_manifest_text
 from modelplane.naming import child_name, replica_name
 from modelplane.scheduler import FleetPlacement, PlacementFormatError, place_fleet
+from modelplane.scheduler.reasons import messages
 
 from .helpers import (
     H100,
@@ -72,7 +73,7 @@ def test_unplaced_replicas_write_their_shared_reasons_once() -> None:
     assert rest, "the fleet should leave several replicas of `short` unplaced"
     assert first["reasons"] and all("reasons" not in u and u["reasonsOf"] == first["index"] for u in rest)
     back = FleetPlacement.from_json(json.loads(json.dumps(fp.to_json()))).find("default", "short")
-    assert back is not None and all(u.reasons == first["reasons"] for u in back.unplaced)
+    assert back is not None and all(messages(u.reasons) == first["reasons"] for u in back.unplaced)
 
 
 def test_reasons_of_an_unknown_replica_is_a_format_error() -> None:

@@ -50,7 +50,7 @@ from .helpers import (
 
 def cycle_of(docs: list[dict], accounting: str = "Node", outages: dict[str, Outage] | None = None) -> Cycle:
     fleet = load_documents(docs)
-    cycle = pipeline.start(fleet, Matcher(), accounting, None, None, outages or {})
+    cycle = pipeline.start(fleet, Matcher(), accounting, None, None, outages or {}, registry=REGISTRY)
     return cycle
 
 
@@ -83,8 +83,8 @@ class FilterCase:
     name: str
     docs: list[dict]
     plugin: type[Binding]
-    # cluster -> (code, message) of the refusal, or None when the filter lets it through
-    want: dict[str, tuple[str, str] | None]
+    # cluster -> (code, kind, message) of the refusal, or None when the filter lets it through
+    want: dict[str, tuple[str, str, str] | None]
     outages: dict[str, Outage] = field(default_factory=dict)
 
     def __str__(self) -> str:
@@ -97,34 +97,37 @@ FILTER_CASES = [
                 cluster("us", pool("p", "h100"), labels={"region": "us"}), cluster("bare", pool("p", "h100")),
                 deployment("m", 1, selector={"region": "eu"})], Selectors,
                {"eu": None,
-                "us": (codes.SELECTOR_MISMATCH, "clusterSelector does not match: needs region=eu, cluster has "
-                                                "region=us"),
-                "bare": (codes.SELECTOR_MISMATCH, "clusterSelector does not match: needs region=eu, cluster has "
-                                                  "missing")}),
+                "us": (codes.SELECTOR_MISMATCH, codes.NEVER,
+                       "clusterSelector does not match: needs region=eu, cluster has region=us"),
+                "bare": (codes.SELECTOR_MISMATCH, codes.NEVER,
+                         "clusterSelector does not match: needs region=eu, cluster has missing")}),
     FilterCase("cache-staging: the cache's selector, then its storage",
                [H100, existing("rwx", "nfs", pool("p", "h100"), labels={"tier": "a"}),
                 existing("plain", None, pool("p", "h100"), labels={"tier": "a"}),
                 existing("other", "nfs", pool("p", "h100"), labels={"tier": "b"}),
                 model_cache("qwen", selector={"tier": "a"}), deployment("m", 1, cache="qwen")], CacheStaging,
                {"rwx": None,
-                "other": (codes.CACHE_SELECTOR_MISMATCH,
+                "other": (codes.CACHE_SELECTOR_MISMATCH, codes.NEVER,
                           "ModelCache qwen clusterSelector does not match: needs tier=a, cluster has tier=b"),
-                "plain": (codes.CACHE_NOT_STAGEABLE, "ModelCache qwen cannot be staged on this cluster: ")}),
+                "plain": (codes.CACHE_NOT_STAGEABLE, codes.NEVER,
+                          "ModelCache qwen cannot be staged on this cluster: ")}),
     FilterCase("outages: a cluster in an outage takes no new replica",
                [H100, cluster("a", pool("p", "h100")), cluster("b", pool("p", "h100")), deployment("m", 1)], Outages,
-               {"a": (codes.CLUSTER_UNAVAILABLE, "cluster unavailable: unreachable"), "b": None},
+               {"a": (codes.CLUSTER_UNAVAILABLE, codes.POLICY, "cluster unavailable: unreachable"), "b": None},
                {"a": Outage("unreachable")}),
     FilterCase("taints: NoSchedule and NoExecute keep new replicas off unless tolerated",
                [H100, cluster("ns", pool("p", "h100"), taints=[taint("maint")]),
                 cluster("ne", pool("p", "h100"), taints=[taint("drain", "NoExecute")]),
                 cluster("ok", pool("p", "h100")),
                 deployment("m", 1, tolerations=[{"key": "drain", "operator": "Exists"}])], Taints,
-               {"ns": (codes.UNTOLERATED_TAINT, "untolerated taint maint:NoSchedule"), "ne": None, "ok": None}),
+               {"ns": (codes.UNTOLERATED_TAINT, codes.POLICY, "untolerated taint maint:NoSchedule"),
+                "ne": None, "ok": None}),
     FilterCase("tiers: a cluster in no tier takes no new replica",
                [H100, cluster("op", pool("p", "h100"), labels={"site": "op"}),
                 cluster("x", pool("p", "h100"), labels={"site": "x"}),
                 deployment("m", 1, policy=placement_policy(prefs=preferences(tier("onprem", site="op"))))], Tiers,
-               {"op": None, "x": (codes.NOT_IN_ANY_TIER, "clusterPreferences: the cluster is in no tier (onprem)")}),
+               {"op": None,
+                "x": (codes.NOT_IN_ANY_TIER, codes.POLICY, "clusterPreferences: the cluster is in no tier (onprem)")}),
 ]
 
 
@@ -139,7 +142,7 @@ def test_filter(case: FilterCase) -> None:
             assert why is None, (name, why)
         else:
             assert why is not None and why.code == want[0] and why.plugin == case.plugin.name, (name, why)
-            assert why.startswith(want[1]), (name, why)
+            assert why.kind == want[1] and why.message.startswith(want[2]), (name, why)
 
 
 @pytest.mark.parametrize("plugin, docs", [
@@ -178,7 +181,8 @@ def test_keep_taints_evict_only_on_no_execute() -> None:
     b = binding(cycle, Taints)
     assert b.keep(_kept(cycle, "ns")) is None
     why = b.keep(_kept(cycle, "ne"))
-    assert why is not None and why.code == codes.EVICTED and why == "evicted by untolerated taint maint:NoExecute"
+    assert why is not None and why.code == codes.EVICTED
+    assert why.message == "evicted by untolerated taint maint:NoExecute"
 
 
 @pytest.mark.parametrize("name, pool_name, want", [
@@ -196,7 +200,7 @@ def test_keep_device_fit_re_resolves_the_pins(name, pool_name, want) -> None:
         assert why is None and kept.engines is not None and kept.engines["main"].pool == "p"
         assert kept.charges == [("p", [(1, (1,))])]
     else:
-        assert why is not None and why.code == want[0] and why.startswith(want[1]), why
+        assert why is not None and why.code == want[0] and why.message.startswith(want[1]), why
 
 
 # -- reserve, admit, score --------------------------------------------------------------
@@ -211,7 +215,7 @@ def test_device_fit_reserve_places_and_a_refusal_is_remembered_and_explained() -
     second = Reservation(a, cycle.ledger)
     why = fit.reserve(second)
     assert why is not None and why.code == codes.INSUFFICIENT_CAPACITY and why.plugin == "device-fit"
-    assert why == "engine main: short by 1 device in pool p"
+    assert why.message == "engine main: short by 1 device in pool p" and why.kind == codes.CAPACITY
     assert fit.refuses_already(a)
     assert fit.explain(a) == why                       # the words, without trying again
 
@@ -220,8 +224,9 @@ def test_device_fit_says_when_no_pool_fits_at_any_size() -> None:
     cycle = ledger_ready(cycle_of([H100, cluster("a", pool("p", "h100", 4)),
                                    deployment("m", 1, engine("main", standalone(gpus=2)))]))
     why = binding(cycle, DeviceFit).reserve(Reservation(cycle.clusters["a"], Trial(cycle.ledger)))
-    assert why is not None and why.code == codes.NO_POOL_FITS
-    assert why.startswith("no pool for engine main: pool p: member 0 (Standalone) request 'gpu' matched too few")
+    assert why is not None and why.code == codes.NO_POOL_FITS and why.kind == codes.NEVER
+    assert why.message.startswith("no pool for engine main: pool p: member 0 (Standalone) request 'gpu' "
+                                  "matched too few")
 
 
 def test_budgets_reserve_charges_refuses_and_unreserve_refunds() -> None:
@@ -237,7 +242,7 @@ def test_budgets_reserve_charges_refuses_and_unreserve_refunds() -> None:
     b.book.used["ml"] = 2
     why = b.reserve(r)
     assert why is not None and why.code == codes.BUDGET_EXCEEDED and why.plugin == "budgets"
-    assert why == "FleetBudget ml: a replica needs 1 device(s), 0 of 2 left"
+    assert why.message == "FleetBudget ml: a replica needs 1 device(s), 0 of 2 left" and why.kind == codes.CAPACITY
 
 
 def test_spread_admit_score_and_reserve() -> None:
@@ -252,13 +257,28 @@ def test_spread_admit_score_and_reserve() -> None:
     assert s.rescore_all()                              # a group opened: every score may move
     assert (s.score(a2), s.score(b1)) == (1, 0)         # now region b comes first
     why = s.admit(a2, remaining=1)                      # the last replica must open region b
-    assert why is not None and why.code == codes.SPREAD_CONSTRAINT
-    assert why == "spread region: the last 1 replica(s) must each open a new group to reach minGroups 2 (in 1)"
+    assert why is not None and why.code == codes.SPREAD_CONSTRAINT and why.kind == codes.POLICY
+    assert why.message == "spread region: the last 1 replica(s) must each open a new group to reach minGroups 2 (in 1)"
     s.reserve(Reservation(a2, cycle.ledger))
-    assert s.admit(cycle.clusters["a1"], remaining=5) == ("spread region: group a already has 2 replica(s) "
-                                                          "(maxReplicasPerGroup 2)")
+    assert s.admit(cycle.clusters["a1"], remaining=5).message == ("spread region: group a already has 2 replica(s) "
+                                                                  "(maxReplicasPerGroup 2)")
     s.unreserve(Reservation(a2, cycle.ledger))
     assert s.admit(a2, remaining=5) is None
+
+
+def test_spread_admit_move_refuses_a_move_that_leaves_the_rules_further_off() -> None:
+    docs = [H100] + [cluster(f"{r}{i}", pool("p", "h100", 4), labels={"region": r}) for r in "ab" for i in (1, 2)]
+    docs.append(deployment("m", 2, policy=placement_policy(spread("region", 2))))
+    cycle = ledger_ready(cycle_of(docs))
+    s = binding(cycle, Spread)
+    s.begin()
+    s.reserve(Reservation(cycle.clusters["a1"], cycle.ledger))
+    s.reserve(Reservation(cycle.clusters["b1"], cycle.ledger))
+    on_b = PlacedReplica("m-b", 0, "b1", {})
+    assert s.admit_move(on_b, cycle.clusters["b2"]) is None         # b to b: still two groups
+    why = s.admit_move(on_b, cycle.clusters["a2"])                  # b to a: one group, minGroups 2
+    assert why is not None and (why.code, why.kind) == (codes.SPREAD_CONSTRAINT, codes.POLICY)
+    assert why.message == "moving m-b to a2 would break a spread constraint"
 
 
 def test_tiers_score_is_the_tier_rank() -> None:

@@ -96,7 +96,7 @@ def test_return_waits_for_consecutive_plans_then_moves_new_replica_first() -> No
     # next plan: the new replica is ready (it is in the previous placement): drop the old one,
     # and start the next move (maxMovesPerPlan 1)
     assert where(p3, "m") == ["cloud#0", "onprem#0", "onprem#1", "onprem#2"]
-    assert any("moved back to tier onprem" in why for _, why in of(p3, "m").dropped)
+    assert any("moved back to tier onprem" in why.message for _, why in of(p3, "m").dropped)
     assert where(p4, "m") == ["onprem#0", "onprem#1", "onprem#2"]
     assert of(p4, "m").condition(P) .reason == "Preferred"
 

@@ -34,7 +34,7 @@ def test_5_two_replicas_kept_on_a_one_gpu_cluster_keep_only_one(accounting):
                                                                     "PreviousPlacementOvercommitted")
     assert f"{replica_name('m', 'a', 1)} (a#1, pool p1, short by 1" in overdrawn.message
     (dropped, why), = of(fp, "m").dropped
-    assert (dropped.cluster, dropped.index) == ("a", 1) and "holds less than the previous placement" in why
+    assert (dropped.cluster, dropped.index) == ("a", 1) and "holds less than the previous placement" in why.message
     assert len(of(fp, "m").unplaced) == 1
 
 

@@ -75,7 +75,7 @@ def test_spread(case: PolicyCase) -> None:
 def test_unplaced_reason_names_the_rule() -> None:
     fp = check_policy(CASES[3])
     reasons = fp.find("default", "m").unplaced[0].reasons
-    assert reasons["a2"] == f"spread {REGION}: group a already has 1 replica(s) (maxReplicasPerGroup 1)"
+    assert reasons["a2"].message == f"spread {REGION}: group a already has 1 replica(s) (maxReplicasPerGroup 1)"
     assert fp.find("default", "m").unplaced[0].feasibility.message == (
         "every cluster that could hold it refuses it by policy: spreadConstraints (a1, a2, b1)")
 

@@ -89,6 +89,24 @@ def test_no_module_of_the_scheduler_imports_another_in_a_circle():
             visit(node, [node])
 
 
+def test_the_framework_imports_no_plugin():
+    """The cycle, the stages and the fill know plugins only through hooks and Key slots: no
+    module of the scheduler outside plugins/ imports a plugin module, at any depth of the file.
+    The package's __init__ (place_fleet, the composition root) hands the registry to
+    pipeline.start and imports the registry alone."""
+    paths = sorted(SCHEDULER.rglob("*.py"))
+    names = {_module_name(p) for p in paths}
+    framework = [p for p in paths if "plugins" not in p.relative_to(SCHEDULER).parts and p.name != "__init__.py"]
+    assert {p.name for p in framework} >= {"cycle.py", "fill.py", "feasibility.py", "pipeline.py", "preferences.py",
+                                           "retain.py", "results.py", "growth.py", "queues.py"}
+    plugin_modules = "modelplane.scheduler.plugins"
+    found = {str(p.relative_to(ROOT)): sorted(m for m in _imports(p, names) if m.startswith(plugin_modules))
+             for p in framework}
+    assert {p: m for p, m in found.items() if m} == {}
+    root = _imports(SCHEDULER / "__init__.py", names)
+    assert sorted(m for m in root if m.startswith(plugin_modules)) == [plugin_modules]
+
+
 # The layers the renderers build on (docs/design.md: data flows one way).
 BELOW_RENDER = ["api", "scheduler", "cel.py", "celcost.py", "cel_grammar.py", "quantity.py", "semver.py",
                 "storage.py", "naming.py", "vocabulary.py", "limits.py", "gcpause.py"]

@@ -2,6 +2,7 @@
 cover end to end, and mission.md behaviours 4 and 5."""
 
 from modelplane.naming import replica_name
+from modelplane.scheduler.reasons import messages
 
 from .helpers import H100, cluster, deployment, engine, gpu_class, of, plan, pool, prev, standalone, where
 
@@ -21,7 +22,7 @@ def test_example_2_scale_down_3_to_2_removes_a1() -> None:
     first = plan([*TWO, deployment("m", 3)])
     fp = plan([*TWO, deployment("m", 2)], previous=first)
     assert where(fp, "m") == ["a#0", "b#0"]
-    assert [(r.cluster, r.index, why) for r, why in of(fp, "m").dropped] == [("a", 1, "scaled down")]
+    assert [(r.cluster, r.index, why.message) for r, why in of(fp, "m").dropped] == [("a", 1, "scaled down")]
 
 
 def test_example_3_shortfall_is_reported_not_true() -> None:
@@ -60,7 +61,7 @@ def test_mission_5_copies_2_charges_two_nodes_and_reports_the_shortfall() -> Non
         assert dp.replicas == []
         assert (dp.conditions[0].status, dp.conditions[0].reason) == ("False", "InsufficientCapacity")
         assert dp.conditions[0].message == "0 of 1 replicas scheduled (checked 2 clusters)"
-        assert dp.unplaced[0].reasons == {
+        assert messages(dp.unplaced[0].reasons) == {
             "eu": f"engine main: short by 1 {unit} in pool gpu",
             "us": f"engine main: short by 1 {unit} in pool gpu",
         }

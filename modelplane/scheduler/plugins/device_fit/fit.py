@@ -1,35 +1,38 @@
-"""Device fit: placing one replica's engines on one cluster's pools (semantics §2.5), and
-re-resolving a kept one (§2.7); the device-fit plugin (plugins/device_fit.py) and the
-feasibility stage run it. Two halves:
+"""Device fit: placing one replica's engines on one cluster's pools (semantics §2.5),
+re-resolving a kept one (§2.7), and growing the pools for one that fits nowhere (the
+feasibility stage's scale-up); the device-fit plugin (this package's `DeviceFit`) runs it.
+Three parts:
 
 * `EngineOptions` — everything that does not depend on capacity (which pools can host
   the engine, which fabric groups it may span), computed once per (engine, pool
   signature of a cluster) and shared by every deployment of that shape.
 * `place_replica` — the capacity half, run against the ledger or a copy-on-write trial.
+* `grow_engine` — the fewest nodes to add so that one engine places (feasibility).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ledger import ChargeKey, Ledger, Trial, Usage
-from .matching import Matcher, MemberMatch, NoMatch
-from .reasons import INSUFFICIENT_CAPACITY, NO_POOL_FITS, PINS_CHANGED, Reason
-from .shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
-from .types import EnginePlacement, ResolvedRequest
+from modelplane.scheduler.growth import ScaleUp
+from modelplane.scheduler.ledger import ChargeKey, Ledger, Trial, Usage
+from modelplane.scheduler.matching import Matcher, MemberMatch, NoMatch
+from modelplane.scheduler.reasons import CAPACITY, INSUFFICIENT_CAPACITY, NEVER, NO_POOL_FITS, PINS_CHANGED, Reason
+from modelplane.scheduler.shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
+from modelplane.scheduler.types import EnginePlacement, ResolvedRequest
 
 PLUGIN = "device-fit"
 
 
 def short_reason(engine: str, short: int, unit: str, pool: str) -> Reason:
     unit = unit if short != 1 else unit.rstrip("s")
-    return Reason(INSUFFICIENT_CAPACITY, PLUGIN, f"engine {engine}: short by {short} {unit} in pool {pool}")
+    return Reason(INSUFFICIENT_CAPACITY, PLUGIN, f"engine {engine}: short by {short} {unit} in pool {pool}", CAPACITY)
 
 
 def no_pool_reason(engine: str, details: list[str]) -> Reason:
     if not details:
-        return Reason(NO_POOL_FITS, PLUGIN, f"no pool for engine {engine}: the cluster publishes no pools")
-    return Reason(NO_POOL_FITS, PLUGIN, f"no pool for engine {engine}: " + "; ".join(details))
+        return Reason(NO_POOL_FITS, PLUGIN, f"no pool for engine {engine}: the cluster publishes no pools", NEVER)
+    return Reason(NO_POOL_FITS, PLUGIN, f"no pool for engine {engine}: " + "; ".join(details), NEVER)
 
 
 def _pins_changed(message: str) -> Reason:
@@ -246,3 +249,46 @@ def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterV
                 return None, [], _pins_changed(f"engine {engine.name}: its pools no longer share a fabric domain")
         resolved[engine.name] = EnginePlacement(first_claiming or pools[0], tuple(pools), tuple(requests))
     return resolved, charges, None
+
+
+def never_fits(options: list[EngineOptions]) -> Reason | None:
+    """Why no pool of the cluster can ever host some engine, at any size."""
+    for opts in options:
+        if opts.error:
+            return opts.error
+        if not opts.hosts and not opts.groups:
+            return no_pool_reason(opts.engine.name, opts.details)
+    return None
+
+
+def grow_engine(opts: EngineOptions, s: ScaleUp, unit: str) -> EnginePlacement | None:
+    """Add the fewest nodes that let the engine place on `s.ledger`: one host pool, or for an
+    engine that only fits across a fabric group, each member's first matching pool; None if
+    no growth lets it."""
+    cluster, trial, grown = s.cluster, s.ledger, s.growth
+    options: list[tuple[int, dict[str, int]]] = []
+    for pool, usages in opts.hosts:
+        n = s.nodes_to_add(trial.state((cluster.name, pool.name)), usages, pool)
+        options.append((n, {pool.name: n}))
+    for group in opts.groups:
+        need: dict[str, int] = {}
+        for mi, member in enumerate(opts.engine.members):
+            fit = next(((p, m) for p in group if (m := opts.member_fits_pool(mi, p)) is not None), None)
+            if fit is None:
+                break
+            n = s.nodes_to_add(trial.state((cluster.name, fit[0].name)), member_usage(member, fit[1]), fit[0])
+            need[fit[0].name] = need.get(fit[0].name, 0) + n
+        else:
+            options.append((sum(need.values()), need))
+    for _, need in sorted(options, key=lambda o: o[0]):
+        for extra in range(0, 1 + sum(m.pod_count for m in opts.engine.members)):
+            sub = Trial(trial)
+            for pool_name, n in need.items():
+                grown.add(sub, pool_name, n + extra, commit=False)
+            placed, _ = place_engine(opts, cluster.name, sub, unit)
+            if placed is not None:
+                sub.commit()
+                for pool_name, n in need.items():
+                    grown.pools[pool_name] = grown.pools.get(pool_name, 0) + n + extra
+                return placed
+    return None
