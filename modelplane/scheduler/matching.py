@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from modelplane.clouds.pcie import aligning_types, alignment_problem, efa_alignment
+from modelplane.vocabulary import DRANET_DRIVER
+
 from .shape import ClassView, MemberShape
 from .types import ResolvedRequest
 
@@ -32,9 +35,32 @@ class MemberMatch:
 class NoMatch:
     request: str
     why: str
+    rule: str = ""      # PCIE_ALIGNMENT when the devices match but cannot be aligned by root
 
     def __str__(self) -> str:
         return f"request {self.request!r} {self.why}"
+
+
+PCIE_ALIGNMENT = "pcie-alignment"
+
+
+def alignment_refusal(resolved: list[tuple[ResolvedRequest, str]], cls: ClassView) -> NoMatch | None:
+    """The member's GPU and DRANET EFA requests are claimed in groups constrained to one PCIe
+    root (render/claims.py, modelplane.clouds.pcie.efa_alignment): refuse the class when one node
+    of its instance type cannot hold them, as the cluster's allocator would (the pods would stay
+    Pending). `resolved`: each DRA request with the driver of the device it matched."""
+    efa = [q for q, driver in resolved if driver == DRANET_DRIVER]
+    gpus = [q for q, driver in resolved if driver != DRANET_DRIVER]
+    alignment = efa_alignment([q.count for q in gpus], [q.count for q in efa])
+    if alignment is None:
+        return None
+    problem = alignment_problem(cls.instance_type, alignment)
+    if problem is None:
+        return None
+    return NoMatch(gpus[0].name, f"cannot be aligned with request {efa[0].name!r} on class {cls.name}: {problem}. "
+                   "Fix: claim the EFAs through the EFA device plugin (a class without the dra.net device), "
+                   f"or use an instance type whose GPUs share roots with EFAs ({', '.join(aligning_types())})",
+                   PCIE_ALIGNMENT)
 
 
 class Matcher:
@@ -72,6 +98,7 @@ class Matcher:
         remaining = [d.count for d in cls.devices]
         taken = [0] * len(cls.devices)
         resolved = []
+        drivers = []
         matched_any = False
         # Greedy in request order, first device in class order, no backtracking: the
         # reference's rule, kept so Node mode reproduces its placements exactly.
@@ -110,4 +137,8 @@ class Matcher:
             if device.dra:
                 resolved.append(ResolvedRequest(req.name, device.device_class_name,
                                                 req.count, req.cels))
+                drivers.append(device.driver)
+        refused = alignment_refusal(list(zip(resolved, drivers, strict=True)), cls)
+        if refused is not None:
+            return refused
         return MemberMatch(tuple(resolved), tuple(taken), matched_any and not resolved)
