@@ -24,6 +24,7 @@ EXPECTED_LEVELS = {
     "efa-dra-device-class": "mandatory",
     "eks-autoscale-from-zero": "advisory",
     "pcie-alignment": "mandatory",
+    "sglang-metrics": "mandatory",
 }
 
 
