@@ -15,7 +15,7 @@ from .grove import render_podcliqueset
 from .lws import render_lws
 from .meta import RenderError
 from .names import claim_template_name
-from .pd_router import render_sglang_router, sglang_pd
+from .pd_router import render_pd_router
 from .service import render_serving_service
 
 
@@ -83,5 +83,5 @@ def render_replica(fleet: Fleet, deployment: ModelDeployment, replica: PlacedRep
         workloads.append(workload)
         budget = render_disruption_budget(r, engine, workload["metadata"]["name"], _member_pools(r, engine))
         budgets += [budget] if budget is not None else []
-    router = render_sglang_router(r) if sglang_pd(r) else []
+    router = render_pd_router(r)
     return claims + workloads + budgets + router + [render_serving_service(r)]
