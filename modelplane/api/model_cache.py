@@ -50,6 +50,9 @@ class ModelCacheSpec(ApiModel):
     source: Literal["HuggingFace"]
     hugging_face: HuggingFace | None = None
     cluster_selector: LabelSelector | None = None
+    # The image the staging Job runs `hf download` in and engine pods wait in; it must carry the
+    # `hf` CLI (huggingface_hub >= 0.34) and /bin/sh. Default: modelplane.render.cache.STAGING_IMAGE.
+    staging_image: Annotated[str, Field(min_length=1, max_length=512)] | None = None
 
     @model_validator(mode="after")
     def _block(self) -> ModelCacheSpec:

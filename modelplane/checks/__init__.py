@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     cache_revision,
     nixl,
     fabric,
+    pcie_alignment,
     replicas_scheduled,
     pool_label,
     declared_capacity,

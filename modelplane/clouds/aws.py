@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from modelplane.api import Fleet, InferenceClass, InferenceCluster, NodePool
+from modelplane.clouds.pcie import PCIE_TOPOLOGY
 from modelplane.vocabulary import DRANET_DRIVER
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -31,19 +32,12 @@ EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
 # EFA interfaces per instance type, for the GPU instance types the EFA device plugin chart
 # supports (aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml `supportedInstanceLabels`,
-# chart v0.5.30). The counts are the EFA devices each instance carries, as scraped from EC2 for
-# DRA (aws/karpenter-provider-aws pkg/providers/drametadata/zz_generated_efa_metadata.go,
-# `EFAMetadataByInstanceType[...].Count`); one interface per EFA network card (EC2 user guide,
-# "Maximize network bandwidth on EC2 instances with multiple network cards").
-EFA_INTERFACES: dict[str, int] = {
-    "p6-b300.48xlarge": 16, "p6-b200.48xlarge": 8,
-    "p5.48xlarge": 32, "p5.4xlarge": 1, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
-    "p4d.24xlarge": 4, "p4de.24xlarge": 4, "p3dn.24xlarge": 1,
-    "g6e.48xlarge": 4, "g6e.24xlarge": 2, "g6e.16xlarge": 1, "g6e.12xlarge": 1, "g6e.8xlarge": 1,
-    "g6.48xlarge": 1, "g6.24xlarge": 1, "g6.16xlarge": 1, "g6.12xlarge": 1, "g6.8xlarge": 1,
-    "g5.48xlarge": 1, "g5.24xlarge": 1, "g5.16xlarge": 1, "g5.12xlarge": 1, "g5.8xlarge": 1,
-    "g4dn.metal": 1, "g4dn.16xlarge": 1, "g4dn.12xlarge": 1, "g4dn.8xlarge": 1, "gr6.8xlarge": 1,
-}
+# chart v0.5.30): the EFA devices each instance carries, as scraped from EC2 for DRA
+# (aws/karpenter-provider-aws pkg/providers/drametadata/zz_generated_efa_metadata.go,
+# `EFAMetadataByInstanceType[...].Count`), one per EFA network card (EC2 user guide, "Maximize
+# network bandwidth on EC2 instances with multiple network cards"). One home: counted from the
+# PCIe topology table (modelplane.clouds.pcie), which lists each of those devices' root.
+EFA_INTERFACES: dict[str, int] = {t: len(topology.efas) for t, topology in PCIE_TOPOLOGY.items()}
 
 EfaMode = Literal["dra", "device-plugin"]
 

@@ -38,6 +38,7 @@ from modelplane.render.gateway import (
     static_gateway_url,
     workload_gateway_name,
 )
+from modelplane.render.gitops import autoscaler_iam, serving_stack_provided
 from modelplane.render.mock_engine import render_mock_engine_configmap, ships_mock_engine
 from modelplane.render.names import cache_secret_name
 from modelplane.render.namespace import BUILTIN_NAMESPACES, render_namespace, render_system_namespace
@@ -90,6 +91,8 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
         gateway=tuple(gateway_objects(gateway, node_port=NODE_PORT if spec.source == "Kind" else None,
                                       secrets=[hop_volume(gateway)], tls=True)),
         hop=hop_need(gateway, f"the hop certificate of cluster {cluster}'s gateway (mutual TLS)"),
+        provided=serving_stack_provided(spec),
+        autoscaler_iam=autoscaler_iam(spec),
     )
 
 

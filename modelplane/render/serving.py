@@ -125,7 +125,9 @@ def critical_pods_quota(namespace: str) -> Manifest:
     return {
         "apiVersion": "v1", "kind": "ResourceQuota",
         "metadata": metadata("critical-pods", component_labels("serving-stack"), namespace),
-        "spec": {"hard": {"pods": "1000"}, "scopeSelector": {"matchExpressions": [
+        # "1k", not "1000": the canonical form the API server (and the render stack's provider)
+        # writes back, so both GitOps outputs and a live diff agree.
+        "spec": {"hard": {"pods": "1k"}, "scopeSelector": {"matchExpressions": [
             {"operator": "In", "scopeName": "PriorityClass", "values": list(CRITICAL_PRIORITY_CLASSES)}]}},
     }
 

@@ -23,6 +23,8 @@ EXPECTED_LEVELS = {
     "cloud-pool-provisioning": "mandatory",
     "efa-dra-device-class": "mandatory",
     "eks-autoscale-from-zero": "advisory",
+    "pcie-alignment": "mandatory",
+    "sglang-metrics": "mandatory",
 }
 
 
