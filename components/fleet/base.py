@@ -64,6 +64,7 @@ from modelplane.render.gateway import (
     static_gateway_url,
     workload_gateway_name,
 )
+from modelplane.render.serving import bind_eks_cluster_name
 from modelplane.routing import Credential
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
@@ -304,9 +305,12 @@ class ModelplaneFleet(pulumi.ComponentResource):
         existing = spec.spec.cluster.existing
         # components: Provided means the platform team already runs the serving stack there.
         provided = existing is not None and existing.components == "Provided"
+        charts = foundation.charts
+        if cluster.physical_name is not None:
+            charts = bind_eks_cluster_name(charts, cluster.physical_name)
         stack = ServingStack(f"{name}-serving", ServingStackArgs(
-            cluster=name, stack=spec.spec.stack, charts=foundation.charts, kai_queue=foundation.kai_queue,
-            install_charts=self.args.install_charts and not provided),
+            cluster=name, stack=spec.spec.stack, charts=charts, kai_queue=foundation.kai_queue,
+            install_charts=self.args.install_charts and not provided, chart_depends_on=cluster.chart_dependencies),
             pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=[cluster.namespace]))
         base = ClusterReady((cluster.namespace, stack, *stack.ready))
 

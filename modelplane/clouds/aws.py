@@ -52,8 +52,9 @@ EfaMode = Literal["dra", "device-plugin"]
 # auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<cluster-name>`;
 # "Without the tags, the Cluster Autoscaler will be unable to add new instances to the ASG"), and
 # only adjusts their desired size within their min and max. We tag exactly the node groups of pools
-# that can grow, with the InferenceCluster's name, which the chart's autoDiscovery.clusterName
-# repeats (charts/cluster-autoscaler/values.yaml `autoDiscovery.tags`).
+# that can grow, with the EKS cluster's physical name (Pulumi's `<name>-<suffix>`, unique per stack),
+# which the chart's autoDiscovery.clusterName repeats (charts/cluster-autoscaler/values.yaml
+# `autoDiscovery.tags`; modelplane.render.serving.bind_eks_cluster_name).
 AUTOSCALER_NAMESPACE = "cluster-autoscaler"
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
 # "Full Cluster Autoscaler Features Policy (Recommended)" of the same README.
@@ -85,9 +86,18 @@ def eks_pool_zones(cluster: InferenceCluster, pool: NodePool) -> list[str]:
     return list(pool.zones) or eks_zones(cluster)
 
 
-def autoscaler_discovery_tags(cluster: str) -> dict[str, str]:
-    """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by."""
-    return {"k8s.io/cluster-autoscaler/enabled": "true", f"k8s.io/cluster-autoscaler/{cluster}": "owned"}
+AUTOSCALER_ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
+
+
+def autoscaler_cluster_tag(cluster_name: str) -> str:
+    """The discovery tag naming the cluster: `cluster_name` is the EKS cluster's physical name."""
+    return f"k8s.io/cluster-autoscaler/{cluster_name}"
+
+
+def autoscaler_discovery_tags(cluster_name: str) -> dict[str, str]:
+    """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by,
+    for the EKS cluster whose physical name is `cluster_name`."""
+    return {AUTOSCALER_ENABLED_TAG: "true", autoscaler_cluster_tag(cluster_name): "owned"}
 
 
 @dataclass(frozen=True)
