@@ -25,7 +25,7 @@ import httpx
 from modelplane.gateway.config import ServiceRoute, control_plane_config, workload_config
 from modelplane.gateway.local import FAST
 from modelplane.gateway.process import Traefik
-from modelplane.routing import compute_weights
+from modelplane.routing import compute_weights, replica_endpoint
 
 from .helpers import NS, replica, select
 
@@ -133,8 +133,7 @@ def test_a_workload_gateway_whose_engine_connection_broke_answers_503(fleet) -> 
     workload gateway tries its replicas, then answers 503 (not Traefik's 502) so the control
     plane may try another cluster."""
     with stand_ins("cut") as (engine,):
-        eps = [replica("qwen", 0, "west")]
-        eps = [type(eps[0])(**{**eps[0].__dict__, "url": engine.url})]
+        eps = [replica_endpoint(NS, "qwen-0", "qwen", "west", 0, url=engine.url)]
         routes = [ServiceRoute(NS, "chat", tuple(compute_weights([select("qwen")], eps, namespace=NS)))]
         wl = _traefik(fleet, "gateway-west-cut", workload_config("west", routes, FAST))
         with httpx.Client(timeout=10) as c:
