@@ -27,6 +27,7 @@ from typing import Literal
 import yaml
 
 from modelplane.api import InferenceCluster
+from modelplane.api.inference_cluster import GATEWAY_SERVICE_SUFFIX
 from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
 from modelplane.gateway.security import PLUGIN_MODULE, PLUGINS_DIR, CertFiles, HopTls, hop_server_name
 from modelplane.json_types import JsonMapping, JsonObject
@@ -117,7 +118,7 @@ def hop_server_names(clusters: Mapping[str, InferenceCluster]) -> dict[str, str]
 
 
 def workload_gateway_name(cluster: str) -> str:
-    return f"{cluster}-gateway"
+    return f"{cluster}{GATEWAY_SERVICE_SUFFIX}"   # the load checks the name fits (ClusterMeta)
 
 
 def egress_name(gateway: str) -> str:
