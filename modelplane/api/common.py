@@ -225,6 +225,25 @@ class NameRef(ApiModel):
     name: Annotated[str, Field(min_length=1)]
 
 
+class SecretDataRef(ApiModel):
+    """A Secret in the object's namespace and one key of its data, which the program references by
+    name (secretKeyRef) or creates: so both follow the Secret's rules (subclasses set the key's
+    default)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    key: str
+
+    @field_validator("name")
+    @classmethod
+    def _secret_name(cls, value: str) -> str:
+        return check_dns_subdomain(value, "Secret name")
+
+    @field_validator("key")
+    @classmethod
+    def _data_key(cls, value: str) -> str:
+        return check_secret_key(value, "Secret data key")
+
+
 class SecretKeyRef(ApiModel):
     name: Annotated[str, Field(min_length=1, max_length=253)]
     key: str | None = None

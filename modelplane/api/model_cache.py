@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from modelplane.redact import url_secret_problem
 
-from .common import ApiModel, KindObject, LabelledObjectMeta, LabelSelector, check_dns_subdomain, check_secret_key
+from .common import ApiModel, KindObject, LabelledObjectMeta, LabelSelector, SecretDataRef
 
 # A Hugging Face repo id, `name` or `namespace/name` (huggingface_hub's validate_repo_id:
 # letters, digits, '-', '_', '.', at most 96 characters a part, no '--' or '..').
@@ -19,22 +19,10 @@ _REPO_FIX = ("use the repo id `hf download` takes, e.g. Qwen/Qwen3-0.6B, and put
              "repo in a Secret referenced by huggingFace.authSecret {name, key: HF_TOKEN}")
 
 
-class AuthSecret(ApiModel):
-    """The Hugging Face token's Secret and data key; the staging Job reads `key` from the Secret
-    the program (or a GitOps user) creates (modelplane.render.cache), so both follow its rules."""
+class AuthSecret(SecretDataRef):
+    """The Hugging Face token's Secret; the staging Job reads `key` from it (modelplane.render.cache)."""
 
-    name: Annotated[str, Field(min_length=1)]
     key: str = "HF_TOKEN"
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_dns_subdomain(value, "huggingFace.authSecret.name")
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str) -> str:
-        return check_secret_key(value, "huggingFace.authSecret.key")
 
 
 class HuggingFace(ApiModel):

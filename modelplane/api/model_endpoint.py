@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from modelplane.redact import redact_url, url_secret_problem
 
-from .common import ApiModel, KindObject, check_dns_subdomain, check_secret_key, quoted
+from .common import ApiModel, KindObject, SecretDataRef, quoted
 
 
 class EndpointApi(ApiModel):
@@ -22,23 +22,11 @@ class EndpointApi(ApiModel):
     prefix: Annotated[str, Field(pattern=r"^/")] = "/v1"
 
 
-class SecretRefWithKey(ApiModel):
-    """A Secret in the endpoint's namespace and its data key. The program names the gateway's
-    egress Secret `egress.<namespace>.<name>` after it and reads `key` from it (modelplane.render.
-    gateway), so both follow the Secret's rules."""
+class SecretRefWithKey(SecretDataRef):
+    """The program names the gateway's egress Secret `egress.<namespace>.<name>` after it and
+    reads `key` from it (modelplane.render.gateway)."""
 
-    name: Annotated[str, Field(min_length=1)]
     key: str = "apiKey"
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return check_dns_subdomain(value, "credential.apiKey.secretRef.name")
-
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str) -> str:
-        return check_secret_key(value, "credential.apiKey.secretRef.key")
 
 
 class ApiKeyCredential(ApiModel):
