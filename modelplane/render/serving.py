@@ -55,7 +55,9 @@ class ChartSource:
 
 # Every chart the serving stack installs, pinned here and nowhere else.
 CHARTS: dict[str, ChartSource] = {
-    "lws": ChartSource("oci://registry.k8s.io/lws/charts/lws", "0.10.0"),
+    # 0.9.0: the newest LWS whose module the Go proxy serves whole (v0.10.0: .info only, zip 403), so
+    # the sim runs the very controller and webhooks this chart installs (scripts/bootstrap-tools).
+    "lws": ChartSource("oci://registry.k8s.io/lws/charts/lws", "0.9.0"),
     "grove": ChartSource("oci://ghcr.io/ai-dynamo/grove/grove-charts", "v0.1.0-alpha.11"),
     # The project moved to the kai-scheduler org; its README installs
     # oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler (kai-scheduler/KAI-Scheduler README.md).

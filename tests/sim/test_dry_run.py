@@ -215,7 +215,7 @@ def test_the_dry_run_refuses_what_the_api_server_and_the_lws_webhook_refuse(serv
     (kubernetes/kubernetes pkg/apis/core/validation ValidateServiceName; 1.36 accepts a leading
     digit, RelaxedServiceNameValidation), and a LeaderWorkerSet whose name starts with a digit by
     the LWS webhook the sim runs (kubernetes-sigs/lws pkg/webhooks/leaderworkerset_webhook.go,
-    NameIsDNS1035Label, v0.7.0 and v0.10.0)."""
+    NameIsDNS1035Label, v0.7.0, v0.9.0 and v0.10.0)."""
     server.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml-team"}}, dry_run=False)
     service = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "chat.8b", "namespace": "ml-team"},
                "spec": {"ports": [{"port": 8000}]}}

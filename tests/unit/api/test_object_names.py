@@ -38,7 +38,7 @@ def _error(text: str) -> str:
 
 @pytest.mark.parametrize("name", ["8b-chat", "llama-3.1", "'0x'"])
 def test_a_deployment_name_must_be_a_dns_1035_label_because_it_starts_its_services_name(name: str) -> None:
-    """kubernetes-sigs/lws pkg/webhooks/leaderworkerset_webhook.go (v0.7.0, v0.10.0) validates the
+    """kubernetes-sigs/lws pkg/webhooks/leaderworkerset_webhook.go (v0.7.0, v0.9.0, v0.10.0) validates the
     LWS name with NameIsDNS1035Label ("the lws name is used as the name for headless service"),
     and so does kubernetes/kubernetes pkg/apis/core/validation ValidateServiceName on clusters
     without RelaxedServiceNameValidation (alpha, off, in 1.34). The replica's Service is the
