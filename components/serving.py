@@ -4,7 +4,7 @@ separate components (components/gateway.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -29,6 +29,8 @@ class ServingStackArgs:
     # pre-chart objects are written like any manifest (ClusterFoundation.stack_objects).
     stack_objects: Sequence[Manifest] = ()
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list)
+    # Chart name -> what its pods need before they exist (ProvisionedCluster.chart_dependencies).
+    chart_depends_on: Mapping[str, Sequence[pulumi.Resource]] = field(default_factory=dict)
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -54,7 +56,8 @@ class ServingStack(pulumi.ComponentResource):
                 self.ready.append(k8s.helm.v4.Chart(
                     f"{name}-{spec.name}", chart=spec.chart, version=spec.version, namespace=spec.namespace,
                     repository_opts=repo, values=dict(spec.values),
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, *pre])))
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[
+                        ns, *pre, *args.chart_depends_on.get(spec.name, ())])))
         elif args.stack_objects:
             self.ready += register_objects(args.cluster, args.stack_objects, pulumi.ResourceOptions(parent=self))
         if args.kai_queue is not None:

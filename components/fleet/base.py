@@ -66,6 +66,7 @@ from modelplane.render.gateway import (
     workload_gateway_name,
 )
 from modelplane.render.output import write_cluster_files
+from modelplane.render.serving import bind_eks_cluster_name
 from modelplane.routing import Credential
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
@@ -305,10 +306,14 @@ class ModelplaneFleet(pulumi.ComponentResource):
         spec = self.args.fleet.clusters[name]
         render_dir = self.args.render_dir
         # components: Provided means the platform team already runs the serving stack there.
+        charts = foundation.charts
+        if cluster.physical_name is not None:
+            charts = bind_eks_cluster_name(charts, cluster.physical_name)
         stack = ServingStack(f"{name}-serving", ServingStackArgs(
-            cluster=name, stack=spec.spec.stack, charts=foundation.charts, kai_queue=foundation.kai_queue,
+            cluster=name, stack=spec.spec.stack, charts=charts, kai_queue=foundation.kai_queue,
             install_charts=self.args.install_charts and not foundation.provided,
-            stack_objects=foundation.stack_objects() if render_dir else ()),
+            stack_objects=foundation.stack_objects() if render_dir else (),
+            chart_depends_on=cluster.chart_dependencies),
             pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=[cluster.namespace]))
         if render_dir and not pulumi.runtime.is_dry_run():
             # What `modelplane render` writes besides the manifests: the charts to install, the IAM

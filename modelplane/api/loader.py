@@ -342,6 +342,11 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
                   f"ModelCache {dep.metadata.namespace}/{spec.model_cache_ref.name} does not exist; "
                   "define it in the same namespace or remove modelCacheRef")
         issues.extend(_cel_issues(fleet, dep))
+    # Deferred: the cloud rules import the API (this module's package).
+    from modelplane.clouds.versions import version_issues
+
+    for cluster, path, message in version_issues(fleet):
+        issue(cluster, path, message)
     sources = {key: fleet.source_of(scaler) for key, scaler in fleet.autoscalers.items()}
     for scaler, path, message in target_problems(fleet.autoscalers, fleet.deployments, sources):
         issue(scaler, path, message)

@@ -21,6 +21,7 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     pool_label,
     declared_capacity,
     kind_node_image,
+    kind_node_digest,
     cloud_pools,
     modelexpress,
     sglang,
