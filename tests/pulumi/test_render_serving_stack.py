@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .harness import Run, run_program
+from .harness import EKS_AUTONAME, Run, run_program
 from .test_cloud_contracts import EKS, GKE, PROFILE
 
 
@@ -74,6 +74,14 @@ def test_render_writes_every_chart_the_program_installs_with_the_same_values(bot
         assert (ref["chart"], ref["version"]) == (chart["chart"], chart["version"])
         assert ref["namespace"] == chart["namespace"]
         assert ref["repository"] == (chart.get("repositoryOpts") or {}).get("repo")
+        if name == "cluster-autoscaler":
+            # The one value the program binds from the cloud (render.serving.bind_eks_cluster_name):
+            # render writes the InferenceCluster's name (docs/rendering.md), the program the EKS
+            # cluster's physical one, which its Auto Scaling group tags carry.
+            physical = cluster + EKS_AUTONAME
+            assert values["autoDiscovery"]["clusterName"] == cluster
+            assert chart["values"]["autoDiscovery"]["clusterName"] == physical
+            values = {**values, "autoDiscovery": {**values["autoDiscovery"], "clusterName": physical}}
         assert _normalize(values) == _normalize(chart.get("values") or {}), name
         assert f"--version {chart['version']}" in ref["install"] and ref["install"].startswith("helm upgrade --install")
         namespace = written[("Namespace", "", chart["namespace"])]
