@@ -16,8 +16,9 @@ counts (with observed capacity and failover when the clusters are observed), and
 next to `placement`: `autoscaling`, the state the next check reads (modelplane.autoscale.state).
 A replica a scale-in removed stays in `autoscaling.draining`, its objects applied and out of
 the routes, until it has been out for `drainSeconds` and its engines report nothing in flight
-(or `drainGraceSeconds` passed; with a metrics file nothing in flight can be known, so
-`drainSeconds` alone); the `up` after that deletes it.
+(or `drainGraceSeconds` passed; a replica whose state cannot be read this time waits; with a
+metrics file nothing in flight can be known, so `drainSeconds` alone:
+modelplane.autoscale.drain); the `up` after that deletes it.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def autoscaled_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping,
     """(placement, autoscaling and, when observed, capacity and health outputs; failures)."""
     # Deferred, like compute_placement's: importing the provider module stays cheap.
     from modelplane.autoscale import FileMetricsSource, MetricsSource
-    from modelplane.autoscale.engines import replica_idle
+    from modelplane.autoscale.drain import Activity, drain_activity, drain_finished
     from modelplane.autoscale.loop import scale_fleet
     from modelplane.autoscale.prometheus import queries_for, with_bodies
     from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
@@ -135,7 +136,7 @@ def autoscaled_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping,
     if isinstance(observed, CheckFailure):
         return {}, [observed]
     source: MetricsSource
-    idle: dict[str, bool | None] = {}
+    activity: dict[str, Activity] = {}
     try:
         if settings["metricsFile"]:
             values = read_metrics_file(settings["metricsFile"])
@@ -154,19 +155,16 @@ def autoscaled_outputs(fleet: Fleet, olds: JsonMapping, block: JsonMapping,
             running = state.with_draining(before) if before is not None else None
             replicas, failed = from_pods(running, readings)
             source = ScrapedMetricsSource(fleet, before, replicas, failed)
-            idle = {d.replica.name: replica_idle(fleet.deployments[(d.namespace, d.deployment)], replicas.get(
-                d.replica.name)) if (d.namespace, d.deployment) in fleet.deployments else None for d in state.draining}
+            activity = drain_activity(fleet, state.draining, readings, replicas)
         else:
             source = _NoSource()
     except ValueError as exc:
         return {}, [CheckFailure(AUTOSCALE_KEY, outside_text(exc, limit=400))]
 
     def drained(d: Draining) -> bool:
-        out_for = now - d.since
-        if out_for >= settings["drainGrace"]:
-            return True
-        # Nothing known in flight (a metrics file, no pod left): the drain time alone.
-        return out_for >= settings["drain"] and idle.get(d.replica.name) is not False
+        # With a metrics file nothing in flight can be known: the drain time alone.
+        return drain_finished(now - d.since, settings["drain"], settings["drainGrace"],
+                              activity.get(d.replica.name, Activity.UNOBSERVED))
 
     extra: JsonObject = {}
 

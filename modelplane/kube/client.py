@@ -98,6 +98,7 @@ class KubeClient:
         self.timeout = timeout
         self.cancel = cancel
         self.spent = 0                 # bytes read so far, decompressed
+        self._spending = threading.Lock()   # requests may run on several threads at once
         try:
             verify = (tls.context(f"kubeconfig {access.source or self.server}", access.ca_pem, access.cert_pem,
                                   access.key_pem, insecure=access.insecure)
@@ -210,7 +211,8 @@ class KubeClient:
             self._raise(BadAnswer, f"{what}: the answer's {encoding} encoding is corrupt")
         if len(out) > limit:
             self._raise(BadAnswer, too_large)
-        self.spent += len(out)
+        with self._spending:
+            self.spent += len(out)
         return out          # a bytearray: no second copy of a large answer (msgspec reads it as is)
 
     def _check(self, answer: Answer) -> None:

@@ -15,11 +15,13 @@ Modes that answer (the rest of the path is the API path asked):
   redirect          302 to /capture on this server (which records what it receives)
   wrong-<shape>     one list of the wrong shape (items-dict, items-str, slice-spec-list,
                     generation-inf, claim-devices-list, owners-str, taints-dict, body-list, nan)
-  fuzz              whatever `fuzz[path]` holds (the property tests set it per example)
+  fuzz              whatever `fuzz[path]` holds (the property tests set it per example), or the answer
+                    of the mode it names
   podmessage        honest, with one pod of ours whose scheduling message is 2 MB of text holding
                     escapes and a forged `OK: all 4 placed` line
-  metrics-<mode>    the pod list honest (`objects["metrics-<mode>"].pods`), every other path (a pod's
-                    /metrics through the proxy) answered as <mode> (`metrics-fuzz`: `fuzz[path]`)
+  metrics-<mode>    the lists honest (`objects["metrics-<mode>"]`: pods, nodes, slices, claims), every
+                    other path (a pod's /metrics through the proxy) answered as <mode> (`metrics-fuzz`:
+                    `fuzz[path]`); `metrics-<mode>.<tag>` is the same mode with objects of its own
 Every loop is bounded in time and ends when the client goes away; the servers stop with the fixture.
 """
 
@@ -43,6 +45,7 @@ NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 PODS = "/api/v1/pods"
+LISTS = (NODES, SLICES, CLAIMS, PODS)
 MAX_LOOP_S = 60.0
 WRONG_SHAPES = ("items-dict", "items-str", "slice-spec-list", "generation-inf", "claim-devices-list",
                 "owners-str", "taints-dict", "body-list", "nan")
@@ -86,7 +89,8 @@ class HostileServer:
 
     def __init__(self, cert: tuple[Path, Path] | None = None) -> None:
         self.objects: dict[str, Objects] = {}
-        self.fuzz: dict[str, bytes] = {}                # mode "fuzz": the body served for each API path
+        # mode "fuzz": the body served for each API path, or the name of the mode that answers it
+        self.fuzz: dict[str, bytes | str] = {}
         self.captured: list[dict[str, str]] = []
         self.received: list[tuple[str, dict[str, str]]] = []
         self.stopping = threading.Event()
@@ -160,6 +164,9 @@ class HostileServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle's algorithm on, the body waits
+            # for the client's delayed ACK of the headers (40 ms a request on Linux).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -261,12 +268,16 @@ class HostileServer:
             h.send_header("Content-Length", "0")
             h.end_headers()
         elif mode == "fuzz":
-            self._send(h, 200, self.fuzz.get(path, self._list([])))
+            body = self.fuzz.get(path, self._list([]))
+            if isinstance(body, str):
+                self._answer(h, body, path)        # another mode's answer for this path
+            else:
+                self._send(h, 200, body)
         elif mode.startswith("metrics-"):
-            if path == PODS:
+            if path in LISTS:
                 self._honest(h, mode, path)
             else:
-                self._answer(h, mode.removeprefix("metrics-"), path)
+                self._answer(h, mode.removeprefix("metrics-").split(".", 1)[0], path)
         elif mode.startswith("wrong-"):
             self._wrong(h, mode, mode.removeprefix("wrong-"), path)
         else:
