@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import math
 import os
 import re
@@ -35,6 +34,7 @@ from modelplane.commands.parsers import Subparsers
 from modelplane.gateway.process import Terminated, terminate_on_signals
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import redact_url
+from modelplane.urls import url_problem
 
 UNIDENTIFIED = "(unidentified)"
 TIMEOUT = "Timeout"  # the error kind of a request that ran out of --timeout
@@ -43,7 +43,6 @@ MAX_NAME = 100  # longest replica or deployment name printed as a server sent it
 MAX_CLIENTS = 256  # split --concurrency
 _SERVED = re.compile(r"served by ([A-Za-z0-9._-]+)")
 _HASHED = re.compile(r"^(.+)-([0-9a-f]{5}|\d+)$")
-_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")  # DNS names as httpx encodes them (IDNA)
 
 
 def printable(text: str, limit: int = MAX_NAME) -> str:
@@ -283,32 +282,6 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
         raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT:.0f} seconds, got {text}")
     return value
-
-
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a service URL, in words that never quote its user-info."""
-    if not url.startswith(("http://", "https://")):
-        return "not an http(s) URL"
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError) as e:
-        return f"not a valid URL ({printable(redact_url(str(e)), 200)})"
-    host = parsed.raw_host.decode("ascii", "replace")
-    if not host:
-        return "has no host"
-    if not _HOST.fullmatch(host) and not _is_ip(host):
-        return "has an invalid host name"
-    if parsed.port is not None and not 0 < parsed.port < 65536:
-        return f"has an invalid port ({parsed.port})"
-    return None
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 MAX_KEY_BYTES = 4096
