@@ -1,8 +1,8 @@
-"""What makes a URL one we may send a request to: the one rule `split` (its service URL) and
-the Kubernetes client (a kubeconfig's server, a Prometheus url) share, checked before any
-request. httpx accepts a port of 70000 and an empty host; a socket then connects somewhere else
-or nowhere (a port above 65535 wrapped modulo 65536 and delivered a bearer token to another
-local port)."""
+"""What makes a URL one we may send a request to, and a value one we may put in a header: the
+rules `split` (its service URL, its API key) and the Kubernetes client (a kubeconfig's server, a
+Prometheus url, a token) share, checked before any request. httpx accepts a port of 70000 and
+an empty host; a socket then connects somewhere else or nowhere (a port above 65535 wrapped
+modulo 65536 and delivered a bearer token to another local port)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def header_safe(value: str) -> bool:
+    """Visible ASCII only: what an HTTP header value (`Bearer <token>`) may carry."""
+    return bool(value) and all("!" <= c <= "~" for c in value)
+
+
 def is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -56,4 +61,4 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-__all__ = ["MAX_PORT", "is_ip", "is_loopback", "url_problem"]
+__all__ = ["MAX_PORT", "header_safe", "is_ip", "is_loopback", "url_problem"]

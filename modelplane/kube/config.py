@@ -28,7 +28,7 @@ from modelplane.api.yaml_reader import YamlInputError, read_documents
 from modelplane.json_types import JsonObject, JsonValue
 from modelplane.limits import MAX_KUBECONFIG_BYTES, MAX_PEM_FILE_BYTES, MAX_TOKEN_FILE_BYTES
 from modelplane.redact import outside_text, redact_url
-from modelplane.urls import url_problem
+from modelplane.urls import header_safe, url_problem
 
 from .errors import ConfigError
 from .files import read_bounded, shown
@@ -99,11 +99,6 @@ class KubeAccess:
     def secrets(self) -> tuple[str, ...]:
         """What no message may contain (masked by modelplane.redact.outside_text)."""
         return tuple(s for s in (self.token, self.key_pem, self.proxy) if s)
-
-
-def header_safe(value: str) -> bool:
-    """Visible ASCII only: what an HTTP header value (`Bearer <token>`) may carry."""
-    return bool(value) and all("!" <= c <= "~" for c in value)
 
 
 def _field(section: str, index: int, name: str, key: str, detail: str = "") -> str:
