@@ -230,9 +230,9 @@ def _credential(single: SingleConfig, where: str, timeout: float, access: KubeAc
                           "supported: Kubernetes removed it in 1.19; use a token or a client certificate")
     if user.token is not None:
         if not header_safe(user.token):
-            raise ConfigError(f"kubeconfig {where}: {label}.token is not a token: it must be one line of visible "
-                              "characters (a `token: |` block adds a newline at its end: write the token on "
-                              "one line)")
+            raise ConfigError(f"kubeconfig {where}: {label}.token is not a token (it must be one line of visible "
+                              "characters; a YAML block scalar, `token: |`, adds a newline at its end: write the "
+                              "token on one line)")
         return user.token
     if user.token_file is not None:
         return _token_file(single, user.token_file, where)

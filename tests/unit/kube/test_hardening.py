@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from modelplane.kube import ConfigError, KubeClient, load_kubeconfig
 from modelplane.kube.proxy import environment_proxy
@@ -162,3 +163,23 @@ def test_30_low_specifying_a_root_certificates_file_with_the_insecure_flag_is_no
         load_kubeconfig(write(tmp_path / "k.yaml", doc))
     del doc["clusters"][0]["cluster"]["certificate-authority-data"]
     assert load_kubeconfig(write(tmp_path / "k.yaml", doc)).insecure is True      # alone, as kubectl takes it
+
+
+def test_30_low_redaction_keeps_our_own_error_text_and_masks_a_block_scalar_token(tmp_path: Path) -> None:
+    """The refusal of a `token: |` block went through outside_text as "token: REDACTED block":
+    our words stay, the token itself never shows, and a block scalar's indented value is masked."""
+    from modelplane.observe.read import NotRead, read_cluster
+    from modelplane.redact import outside_text
+
+    path = write(tmp_path / "k.yaml", yaml_text_with_block_token())
+    found = read_cluster("c", path, timeout=1.0)
+    assert isinstance(found, NotRead), found
+    assert "a YAML block scalar, `token: |`, adds a newline" in found.reason, found.reason
+    assert "REDACTED" not in found.reason and SECRET not in found.reason
+    assert outside_text(f"user:\n  token: |\n    {SECRET}\n") == "user: token: REDACTED"
+    assert outside_text(f"token: >-\n  {SECRET}") == "token: REDACTED"
+
+
+def yaml_text_with_block_token() -> str:
+    text = yaml.safe_dump(document(user={"token": "PLACEHOLDER"}))
+    return text.replace("token: PLACEHOLDER", f"token: |\n      {SECRET}")
