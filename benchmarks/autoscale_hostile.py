@@ -34,53 +34,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from modelplane.api import load_documents  # noqa: E402
-from modelplane.observe.metrics import proxy_path  # noqa: E402
-from modelplane.scheduler import place_fleet  # noqa: E402
-from tests import manifests as g  # noqa: E402
-from tests.hostile.conftest import kubeconfig  # noqa: E402
+from tests.hostile.autoscale_fleet import HONEST, NOW, NS, Body, documents, news, serve  # noqa: E402
 from tests.hostile.measure import run_python  # noqa: E402
 from tests.hostile.metrics import HOSTILE_BODIES, HOSTILE_MODES, honest  # noqa: E402
-from tests.hostile.server import HostileServer, Objects  # noqa: E402
-from tests.unit.observe.objects import cluster_objects, our_pod  # noqa: E402
+from tests.hostile.server import HostileServer  # noqa: E402
 
 MAX_SECONDS = 10.0
 MAX_PEAK_MB = 300.0
-NS = "ml"
-HONEST = "honest"
-FUZZ = "hostile"
-# Each cluster's hostile-server mode: the lists honest, each pod's /metrics `server.fuzz[its path]`.
-MODES = {HONEST: "metrics-fuzz.honest", FUZZ: "metrics-fuzz.hostile"}
 HONEST_PODS = 4
-NOW = 1_800_000_000.0
 
 
-def documents(pods: int) -> list[dict[str, Any]]:
-    cls = g.gpu_class("g1", 1)
-    return [cls, g.cluster(HONEST, g.pool("gpu", "g1", HONEST_PODS)), g.cluster(FUZZ, g.pool("gpu", "g1", pods)),
-            g.deployment("chat", HONEST_PODS + pods, namespace=NS),
-            g.replica_autoscaler("chat", "chat", 2 * (HONEST_PODS + pods), g.metric("QueueDepth", 1),
-                                 g.metric("TimeToFirstToken", 2.0, percentile=90), namespace=NS)]
-
-
-def serve(server: HostileServer, docs: list[dict[str, Any]], *, hostile: bool, only: str | None = None
-          ) -> dict[str, Any]:
-    """Each replica's pod on the server, the fuzz cluster's answering the hostile bodies in turn
-    (or honest ones); the previous placement, as the provider's state holds it."""
-    fleet = load_documents(docs)
-    placement = place_fleet(fleet)
-    bodies: list[bytes | str] = [*HOSTILE_BODIES.values(), *HOSTILE_MODES]
-    if only is not None:
-        bodies = [HOSTILE_BODIES.get(only, only)]
-    pods: dict[str, list[dict[str, Any]]] = {HONEST: [], FUZZ: []}
-    for i, r in enumerate(placement.find(NS, "chat").replicas):
-        name = f"{r.name}-pod"
-        pods[r.cluster].append(our_pod(NS, name, "chat", r.cluster, r.index))
-        body = honest(3, 2, 0.5) if r.cluster == HONEST or not hostile else bodies[i % len(bodies)]
-        server.fuzz[proxy_path(NS, name)] = body
-    for name in (HONEST, FUZZ):
-        server.objects[MODES[name]] = Objects(*cluster_objects(fleet, name), pods=pods[name])
-    return placement.to_json()
+def bodies(only: str | None) -> list[Body]:
+    return [HOSTILE_BODIES.get(only, only)] if only is not None else [*HOSTILE_BODIES.values(), *HOSTILE_MODES]
 
 
 def child(spec_file: str) -> int:
@@ -99,14 +64,16 @@ def child(spec_file: str) -> int:
 
 def one_pass(base: Path, server: HostileServer, pods: int, timeout: float, *, hostile: bool,
              only: str | None = None) -> dict[str, Any]:
-    docs = documents(pods)
-    placement = serve(server, docs, hostile=hostile, only=only)
+    docs = documents(HONEST_PODS, pods)
+    answers = bodies(only)
+
+    def body(cluster: str, i: int) -> Body:
+        return honest(3, 2, 0.5) if cluster == HONEST or not hostile else answers[i % len(answers)]
+
+    placement = serve(server, docs, body)
     work = Path(tempfile.mkdtemp(prefix="pass-", dir=base))
-    configs = {c: str(kubeconfig(work / f"{c}.yaml", server.url(mode))) for c, mode in MODES.items()}
-    spec = {"olds": {"placement": placement},
-            "news": {"fleet": docs, "accounting": "Device",
-                     "observe": {"kubeconfigs": configs, "timeoutSeconds": timeout},
-                     "autoscale": {"timeoutSeconds": timeout, "ttftWindowSeconds": 1}}}
+    spec = {"olds": {"placement": placement.to_json()},
+            "news": news(server, work / "kube", docs, timeout, ttft_window=1.0)}
     (work / "spec.json").write_text(json.dumps(spec))
     run = run_python(str(Path(__file__).resolve()), "--child", str(work / "spec.json"))
     if run.code != 0:
