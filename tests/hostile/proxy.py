@@ -11,18 +11,13 @@ import http.client
 import select
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.hostile.server import QuietServer
+
 TUNNEL_IDLE_S = 5.0
-
-
-class _Quiet(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass
 
 
 class ForwardProxy:
@@ -69,7 +64,7 @@ class ForwardProxy:
                 proxy._pipe(self.connection, upstream)
                 self.close_connection = True
 
-        self.server = _Quiet(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
 
     @property

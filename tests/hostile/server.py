@@ -83,7 +83,7 @@ class Objects:
         return {NODES: self.nodes, SLICES: self.slices, CLAIMS: self.claims, PODS: self.pods}.get(path, [])
 
 
-class _Quiet(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -102,10 +102,10 @@ class HostileServer:
         self.received: list[tuple[str, dict[str, str]]] = []
         self.stopping = threading.Event()
         self._bomb: bytes | None = None
-        self.http = _Quiet(("127.0.0.1", 0), self._handler())
+        self.http = QuietServer(("127.0.0.1", 0), self._handler())
         self.tls: ThreadingHTTPServer | None = None
         if cert is not None:
-            self.tls = _Quiet(("127.0.0.1", 0), self._handler())
+            self.tls = QuietServer(("127.0.0.1", 0), self._handler())
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(str(cert[0]), str(cert[1]))
             self.tls.socket = ctx.wrap_socket(self.tls.socket, server_side=True)
@@ -152,6 +152,17 @@ class HostileServer:
                 self._held.append(self.silent.accept()[0])
             except OSError:
                 continue
+
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls, cert: tuple[Path, Path] | None = None) -> Iterator[HostileServer]:
+        """A started server (its gzip bomb made before any client waits for it), stopped after."""
+        server = cls(cert).start()
+        server.bomb()
+        try:
+            yield server
+        finally:
+            server.stop()
 
     def stop(self) -> None:
         self.stopping.set()

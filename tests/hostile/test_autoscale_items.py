@@ -37,12 +37,8 @@ HONEST_PODS = 2
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[HostileServer]:
-    s = HostileServer().start()
-    s.bomb()
-    try:
+    with HostileServer.running() as s:
         yield s
-    finally:
-        s.stop()
 
 
 def one_pass(server: HostileServer, tmp: Path, hostile: Body, olds: dict[str, Any] | None = None,

@@ -56,12 +56,8 @@ def pod(name: str, cluster_name: str, index: int, *, ready: bool = True) -> dict
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[HostileServer]:
-    s = HostileServer().start()
-    s.bomb()
-    try:
+    with HostileServer.running() as s:
         yield s
-    finally:
-        s.stop()
 
 
 def scrape(server: HostileServer, tmp_path: Path, modes: list[str], fuzz: bytes | None = None,
