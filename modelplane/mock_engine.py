@@ -52,6 +52,8 @@ from typing import Any
 
 INFERENCE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
 MAX_RECORDED = 100_000
+MAX_REQUEST_BYTES = 1 << 20     # a request body (a chat prompt); a larger one is refused unread
+READ_TIMEOUT_S = 30.0           # a connection that sends nothing for this long is closed
 
 # vLLM's series (vllm/v1/metrics/loggers.py); tests/unit/autoscale/test_mock_engine_metrics.py
 # keeps them equal to modelplane.autoscale.engines' vLLM table (this file imports nothing of ours).
@@ -228,6 +230,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as a real engine behind a proxy
         disable_nagle_algorithm = True  # headers and body go in two writes; avoid 40ms stalls
+        timeout = READ_TIMEOUT_S        # a body shorter than its Content-Length holds a thread this long
 
         def log_message(self, format: str, *args: Any) -> None:
             # Request lines could carry headers' neighbours; stay quiet.
@@ -306,7 +309,15 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             path = self.path.split("?", 1)[0]
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = (self.headers.get("Content-Length") or "0").strip()
+            if not declared.isdigit():
+                self.close_connection = True
+                return self._send(400, {"error": {"message": "Content-Length is not a whole number"}})
+            length = int(declared)
+            if length > MAX_REQUEST_BYTES:
+                # Never read: a client's Content-Length is no reason to hold gigabytes.
+                self.close_connection = True
+                return self._send(413, {"error": {"message": f"the body is larger than {MAX_REQUEST_BYTES} bytes"}})
             raw = self.rfile.read(length) if length else b""
             if path not in INFERENCE_PATHS:
                 return self._send(404, {"error": {"message": f"no route {path}"}})

@@ -1,6 +1,7 @@
 """File inputs the commands share: JSON files, observed pool sizes, a previous placement.
 
-Every reader bounds what it reads (modelplane/limits.py) and fails with a ValueError that
+Every reader bounds what it reads (modelplane/limits.py; regular files only, never blocking:
+modelplane.files), refuses a key given twice in an object, and fails with a ValueError that
 names what the file is for and its path: never a traceback, whatever the bytes. The JSON
 reader itself is modelplane.json_files' (the placement provider reads a metrics file with
 it too: modelplane.autoscale.readings.read_metrics_file).

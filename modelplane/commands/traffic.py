@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
 import math
 import os
 import re
@@ -32,9 +31,11 @@ from typing import TextIO
 import httpx
 
 from modelplane.commands.parsers import Subparsers
+from modelplane.files import FileReadError, read_regular_file
 from modelplane.gateway.process import Terminated, terminate_on_signals
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import redact_url
+from modelplane.urls import header_safe, url_problem
 
 UNIDENTIFIED = "(unidentified)"
 TIMEOUT = "Timeout"  # the error kind of a request that ran out of --timeout
@@ -43,7 +44,6 @@ MAX_NAME = 100  # longest replica or deployment name printed as a server sent it
 MAX_CLIENTS = 256  # split --concurrency
 _SERVED = re.compile(r"served by ([A-Za-z0-9._-]+)")
 _HASHED = re.compile(r"^(.+)-([0-9a-f]{5}|\d+)$")
-_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")  # DNS names as httpx encodes them (IDNA)
 
 
 def printable(text: str, limit: int = MAX_NAME) -> str:
@@ -285,32 +285,6 @@ def seconds(text: str) -> float:
     return value
 
 
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a service URL, in words that never quote its user-info."""
-    if not url.startswith(("http://", "https://")):
-        return "not an http(s) URL"
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError) as e:
-        return f"not a valid URL ({printable(redact_url(str(e)), 200)})"
-    host = parsed.raw_host.decode("ascii", "replace")
-    if not host:
-        return "has no host"
-    if not _HOST.fullmatch(host) and not _is_ip(host):
-        return "has an invalid host name"
-    if parsed.port is not None and not 0 < parsed.port < 65536:
-        return f"has an invalid port ({parsed.port})"
-    return None
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
 MAX_KEY_BYTES = 4096
 
 
@@ -331,18 +305,20 @@ def read_api_key(source: str, stdin: TextIO | None = None) -> str:
         path = source[5:]
         where = f"file {printable(path, 500)}"
         try:
-            with open(path, "rb") as fh:
-                text = fh.read(MAX_KEY_BYTES + 1).decode("utf-8", "replace")
-        except OSError as e:
-            raise ApiKeySourceError(f"--api-key: {where} cannot be read ({e.strerror or e})") from None
+            # A regular file only: a FIFO with no writer used to hang split for ever.
+            text = read_regular_file(path, "the --api-key file", MAX_KEY_BYTES + 1).decode("utf-8", "replace")
+        except FileReadError as e:
+            raise ApiKeySourceError(f"--api-key: {e}") from None
     else:
         raise ApiKeySourceError("--api-key takes env:VAR, file:PATH or - (standard input), never the key itself: "
                                 "on the command line it would show in the process list and the shell history")
     if len(text) > MAX_KEY_BYTES:
         raise ApiKeySourceError(f"--api-key: {where} holds more than {MAX_KEY_BYTES} bytes")
     key = text.strip()
-    if not key or any(c.isspace() or not c.isprintable() for c in key):
-        raise ApiKeySourceError(f"--api-key: {where} holds no key (empty, or with spaces or control characters)")
+    if not header_safe(key):
+        # It goes into a header: visible ASCII only (a non-ASCII key made httpx raise mid-run).
+        raise ApiKeySourceError(f"--api-key: {where} holds no key (a key is one line of visible ASCII "
+                                "characters; this one is empty or holds spaces, control or non-ASCII characters)")
     return key
 
 
@@ -387,6 +363,9 @@ def run(args: argparse.Namespace) -> int:
     except (ssl.SSLError, OSError) as e:
         print(f"split: --cacert: not a certificate file ({type(e).__name__})", file=sys.stderr)
         return 2
+    if key is not None and args.url.lower().startswith("http://"):
+        print(f"split: warning: the API key goes to {printable(redact_url(args.url), 2000)} over plain http: anyone "
+              "on the path can read it; use the gateway's https:// URL", file=sys.stderr)
     try:
         with terminate_on_signals():
             if args.concurrency == 1:

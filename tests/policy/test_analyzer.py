@@ -19,6 +19,7 @@ EXPECTED_LEVELS = {
     "modelexpress-server": "mandatory", "modelexpress-image": "advisory",
     "sglang-prefill-decode": "mandatory", "sglang-port": "mandatory",
     "gateway-auth-needs-tls": "mandatory", "gateway-exposed": "advisory",
+    "endpoint-key-needs-tls": "mandatory", "gateway-redirect-with-keys": "advisory",
     "modelplane-fleet-present": "advisory",
     "engine-variables": "mandatory",
     "cloud-pool-provisioning": "mandatory",
