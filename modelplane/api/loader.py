@@ -15,6 +15,7 @@ from pydantic_core import ErrorDetails
 from modelplane.gcpause import gc_paused
 from modelplane.limits import MAX_MANIFEST_FILE_BYTES, MAX_MANIFEST_FILES, MAX_MANIFEST_TOTAL_BYTES
 from modelplane.redact import secret_bearing
+from modelplane.suggest import did_you_mean
 
 from .common import API_VERSION, KindObject, quoted, shortened
 from .fleet import Fleet
@@ -320,7 +321,8 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
             if pool.class_name and pool.class_name not in fleet.classes:
                 known = ", ".join(fleet.classes) or "none defined"
                 issue(cluster, f"spec.nodePools[{i}].className",
-                      f"InferenceClass {pool.class_name!r} does not exist (known: {known}); add it or fix the name")
+                      f"InferenceClass {pool.class_name!r} does not exist (known: {known})"
+                      f"{did_you_mean(pool.class_name, fleet.classes)}; add it or fix the name")
     for budget in fleet.budgets.values():
         for path, message in budget.unknown_device_classes(fleet.classes.values()):
             issue(budget, path, message)
@@ -328,8 +330,9 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
         name = gateway.spec.cluster_name
         if name and name not in fleet.clusters:
             issue(gateway, "spec.clusterName",
-                  f"InferenceCluster {name!r} does not exist (known: {', '.join(fleet.clusters) or 'none defined'}); "
-                  "the gateway runs on that cluster, so define it or fix the name")
+                  f"InferenceCluster {name!r} does not exist (known: {', '.join(fleet.clusters) or 'none defined'})"
+                  f"{did_you_mean(name, fleet.clusters)}; the gateway runs on that cluster, so define it or fix "
+                  "the name")
     if len(fleet.gateways) > 1:
         gateway = next(iter(fleet.gateways.values()))
         issue(gateway, "metadata.name",
@@ -338,8 +341,11 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
     for dep in fleet.deployments.values():
         spec = dep.spec.template.spec
         if spec.model_cache_ref and fleet.cache_for(dep) is None:
+            ref = spec.model_cache_ref.name
+            same = [n for ns, n in fleet.caches if ns == dep.metadata.namespace]
             issue(dep, "spec.template.spec.modelCacheRef.name",
-                  f"ModelCache {dep.metadata.namespace}/{spec.model_cache_ref.name} does not exist; "
+                  f"ModelCache {dep.metadata.namespace}/{ref} does not exist (in namespace {dep.metadata.namespace}: "
+                  f"{', '.join(sorted(same)) or 'none'}){did_you_mean(ref, same)}; "
                   "define it in the same namespace or remove modelCacheRef")
         issues.extend(_cel_issues(fleet, dep))
     sources = {key: fleet.source_of(scaler) for key, scaler in fleet.autoscalers.items()}

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         fleet = load_manifests(args.manifests)
-        observed = read_observed(args.observed, "observed counts") if args.observed else None
+        observed = read_observed(args.observed, "observed counts", fleet) if args.observed else None
         config = read_json(args.config, "policy config") if args.config else {}
         if not isinstance(config, dict):
             raise ValueError("policy config must be a JSON object keyed by policy name")

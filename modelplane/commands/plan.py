@@ -15,6 +15,7 @@ from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_READ_TIMEOUT_S, duration_arg
 from modelplane.gcpause import gc_paused
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
+from modelplane.references import reference_warnings
 from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, PlacementFormatError, place_fleet
 from modelplane.scheduler.report import format_table
 
@@ -65,9 +66,11 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError("--metrics does not combine with --observe yet; use --observed FILE for pool sizes")
             if not (args.observe or args.metrics):
                 previous = read_previous(args.previous) if args.previous else None
-                observed = read_observed(args.observed) if args.observed else None
+                observed = read_observed(args.observed, fleet=fleet) if args.observed else None
         except (ValueError, OSError) as exc:
             return _refused(exc)
+        for warning in reference_warnings(fleet):
+            print(f"warning: {warning}", file=sys.stderr)
         if not (args.observe or args.metrics):
             placement = place_fleet(fleet, previous=previous, accounting=args.accounting, observed=observed)
             # Compact (the C encoder; `indent` switches json to its pure-Python one, 5x slower).
@@ -84,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         if args.observe:
             return _observe(args, fleet)
         previous = read_previous(args.previous) if args.previous else None
-        observed = read_observed(args.observed) if args.observed else None
+        observed = read_observed(args.observed, fleet=fleet) if args.observed else None
         # Deferred: the autoscaler's modules load only for --metrics: plan's start-up is kept small.
         from modelplane.autoscale.report import plan_metrics
 
@@ -113,7 +116,7 @@ def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
     from modelplane.observe.report import format_capacity
 
     previous = read_json(args.previous, "previous placement") if args.previous else None
-    observed = read_observed(args.observed) if args.observed else None
+    observed = read_observed(args.observed, fleet=fleet) if args.observed else None
     kubeconfigs = kubeconfigs_in(args.observe, fleet.clusters)
     try:
         health = health_from_json(previous.get(HEALTH_KEY)) if isinstance(previous, dict) else {}

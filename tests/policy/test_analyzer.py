@@ -23,6 +23,7 @@ EXPECTED_LEVELS = {
     "cloud-pool-provisioning": "mandatory",
     "efa-dra-device-class": "mandatory",
     "eks-autoscale-from-zero": "advisory",
+    "service-selector": "mandatory", "budget-scope": "mandatory", "observed-names": "mandatory",
 }
 
 
