@@ -16,6 +16,7 @@ from modelplane.gcpause import gc_paused
 from modelplane.limits import MAX_MANIFEST_FILE_BYTES, MAX_MANIFEST_FILES, MAX_MANIFEST_TOTAL_BYTES
 from modelplane.redact import secret_bearing
 from modelplane.suggest import did_you_mean
+from modelplane.words import counted
 
 from .common import API_VERSION, KindObject, quoted, shortened
 from .fleet import Fleet
@@ -61,7 +62,8 @@ class ManifestError(ValueError):
 
     def __init__(self, issues: list[ManifestIssue]) -> None:
         self.issues = issues
-        lines = [f"{len(issues)} invalid manifest field(s); nothing was applied:"] + [f"  - {i}" for i in issues]
+        lines = [f"{counted(len(issues), 'problem')} in the manifests; nothing was applied:"]
+        lines += [f"  - {i}" for i in issues]
         super().__init__("\n".join(lines))
 
 
@@ -162,6 +164,17 @@ def _parse(text: str, source: str) -> list[tuple[str, int, object]]:
 def load_manifest_text(text: str, source: str = "<string>") -> Fleet:
     with gc_paused():
         return _build(_parse(text, source), [])
+
+
+def load_manifest_bytes(data: bytes, source: str) -> Fleet:
+    """Manifests read from a stream (`plan -` reads stdin): bounded and decoded as one file is.
+    `data` may be one byte longer than a file may be, which says it was cut."""
+    if len(data) > MAX_MANIFEST_FILE_BYTES:
+        raise ManifestError([_file_issue(source, f"larger than {MAX_MANIFEST_FILE_BYTES} bytes (see "
+                                         "modelplane/limits.py); split the fleet into files in a directory")])
+    if not data.strip():
+        raise ManifestError([_file_issue(source, "no manifests: the input is empty")])
+    return load_manifest_text(_decode_utf8(data, source), source)
 
 
 def load_documents(documents: list[dict[str, Any]], source: str = "<inputs>") -> Fleet:
