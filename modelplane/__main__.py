@@ -1,5 +1,5 @@
-"""`modelplane <command>` (or `python -m modelplane <command>`): plan, render, lint, split, demo, sim,
-up, preview, destroy, verify, reconcile, completion."""
+"""`modelplane <command>` (or `python -m modelplane <command>`): plan, explain, render, lint, split,
+demo, sim, up, preview, destroy, verify, reconcile, completion."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 
 # Commands that hold nothing open once they return (no process, file or socket a finalizer
 # would still close): the interpreter's last collection at exit is skipped for them.
-FINISHED_ON_RETURN = ("plan",)
-COMMANDS = ("plan", "render", "lint", "split", "demo", "sim", "up", "preview", "destroy", "verify",
+FINISHED_ON_RETURN = ("plan", "explain")
+COMMANDS = ("plan", "explain", "render", "lint", "split", "demo", "sim", "up", "preview", "destroy", "verify",
             "reconcile", "completion")
 # The module of modelplane.commands behind a verb whose name would mislead as a module name:
 # `split` sends traffic split across the routes; "split" elsewhere means a fleet split into stacks.
