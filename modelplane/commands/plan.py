@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -11,7 +12,7 @@ import time
 
 from modelplane.api import Fleet
 from modelplane.commands.inputs import read_json, read_metrics, read_observed, read_previous
-from modelplane.commands.output import JSON, WIDE, YAML, add_manifests, add_output, dump, load_fleet
+from modelplane.commands.output import JSON, STDIO, WIDE, YAML, add_manifests, add_output, dump, load_fleet
 from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_READ_TIMEOUT_S, duration_arg
 from modelplane.gcpause import gc_paused
@@ -55,6 +56,10 @@ def add_parser(subparsers: Subparsers) -> None:
                    type=duration_arg("--observe-timeout", MAX_READ_TIMEOUT_S),
                    help=f"time each cluster gets to answer, at most {MAX_READ_TIMEOUT_S:g} "
                         f"(default {DEFAULT_READ_TIMEOUT_S:g})")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write the placement as one self-contained HTML page (clusters x deployments, pools' "
+                        "devices used and free, unplaced replicas with reasons, routing weights; nothing is fetched "
+                        "when it opens); - writes it to stdout instead of the table")
     add_output(p, what="the placement (json: compact, on one line, the --previous schema; pipe it through "
                        "`python -m json.tool` to read it; wide: the table with the devices each replica claims)")
     p.set_defaults(func=run)
@@ -70,6 +75,11 @@ def run(args: argparse.Namespace) -> int:
             fleet = load_fleet(args.manifests)
             if args.observe and args.metrics:
                 raise ValueError("--metrics does not combine with --observe yet; use --observed FILE for pool sizes")
+            if args.html and (args.observe or args.metrics):
+                raise ValueError("--html does not combine with --observe or --metrics yet; use --observed FILE for "
+                                 "pool sizes")
+            if args.html == STDIO and args.output:
+                raise ValueError("--html - writes the page to stdout, where -o would write too: give --html a FILE")
             if not (args.observe or args.metrics):
                 previous = read_previous(args.previous) if args.previous else None
                 observed = read_observed(args.observed, fleet=fleet) if args.observed else None
@@ -80,6 +90,15 @@ def run(args: argparse.Namespace) -> int:
         if not (args.observe or args.metrics):
             placement = place_fleet(fleet, previous=previous, accounting=args.accounting, observed=observed)
             text = _placement_text(placement, args)
+            if args.html:
+                page = _page(fleet, placement, args, observed)
+                if args.html == STDIO:
+                    text = page
+                else:
+                    try:
+                        _write_page(args.html, page)
+                    except ValueError as exc:
+                        return _refused(exc)
             # Nor when the collector resumes: a full collection would scan the million objects
             # of the fleet and its placement once more (~0.1 s at 1,000 clusters) only to find
             # them alive; they are freed when this returns.
@@ -139,6 +158,29 @@ def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
         return _write(dump(doc, args.output, compact=True))
     return _write(format_table(plan.typed(), args.accounting, wide=args.output == WIDE) + "\n"
                   + format_capacity(plan.capacity, plan.health))
+
+
+def _page(fleet: Fleet, placement: FleetPlacement, args: argparse.Namespace,
+          observed: dict[str, dict[str, int]] | None) -> str:
+    # Deferred: the page's modules (the routes' gateway glue) are for --html only.
+    from modelplane.picture import placement_page
+
+    return placement_page(fleet, placement, args.accounting, observed, reference_warnings(fleet),
+                          title=f"Placement of {'<stdin>' if args.manifests == STDIO else args.manifests}")
+
+
+def _write_page(path: str, page: str) -> None:
+    """The page, written whole or not at all (a temp file beside it, renamed over it)."""
+    target = os.path.abspath(path)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise ValueError(f"cannot write the page to {path}: {exc.strerror or exc}") from None
 
 
 def _placement_text(placement: FleetPlacement, args: argparse.Namespace) -> str:
