@@ -51,10 +51,16 @@ class ManifestIssue:
     line: int | None = None   # 1-based line in the file, where known
 
     def __str__(self) -> str:
+        what = f"{self.kind} {self.name}".strip()
+        if not what and not self.path:
+            # About the file or directory itself, or its YAML: "fleet.yaml, line 5: ..." (the document
+            # only when the file holds several), "examples/x: no such file or directory".
+            where = self.file + (f", document {self.index}" if self.index else "") + (
+                f", line {self.line}" if self.line else "")
+            return f"{where}: {self.message}"
         where = f"{self.file}, document {self.index}" + (f", line {self.line}" if self.line else "")
-        what = f"{self.kind} {self.name}".strip() or "document"
         field = f" at {self.path}" if self.path else ""
-        return f"{where} ({what}){field}: {self.message}"
+        return f"{where} ({what or 'document'}){field}: {self.message}"
 
 
 class ManifestError(ValueError):
@@ -385,6 +391,5 @@ def _cel_issues(fleet: Fleet, dep: ModelDeployment) -> list[ManifestIssue]:
                                 f".devices[{r}].selectors[{s}].cel")
                         out.append(ManifestIssue(
                             file, int(index or 0), dep.kind, _display(dep), path,
-                            f"engine {engine.name!r} member {member.role} request {request.name!r}: "
-                            f"invalid CEL selector: {exc}"))
+                            f"engine {engine.name!r} member {member.role} request {request.name!r}: {exc}"))
     return out

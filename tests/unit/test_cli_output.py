@@ -38,8 +38,8 @@ def test_plan_dash_reads_the_manifests_from_stdin():
 
 
 @pytest.mark.parametrize(("stdin", "said"), [
-    pytest.param("", "<stdin>, document 0 (document): no manifests: the input is empty", id="empty"),
-    pytest.param("apiVersion: v1\nkind: [\n", "<stdin>, document 0, line 3 (document): not valid YAML",
+    pytest.param("", "<stdin>: no manifests: the input is empty", id="empty"),
+    pytest.param("apiVersion: v1\nkind: [\n", "<stdin>, line 3: not valid YAML",
                  id="broken-yaml"),
 ])
 def test_plan_dash_refuses_bad_stdin_naming_it(stdin, said):
