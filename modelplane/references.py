@@ -63,7 +63,11 @@ class _Targets:
     def matching(self, selector: Mapping[str, str]) -> list[str]:
         """The deployments and endpoints here the selector matches, by name."""
         pairs = list(selector.items())
-        return ([n for n, labels in self.deployments.items()
+        named = selector.get(LABEL_DEPLOYMENT)
+        # Most entries select by deployment name: one lookup, not a scan of the namespace.
+        deployments = ({named: self.deployments[named]} if named in self.deployments else {}) if named is not None \
+            else self.deployments
+        return ([n for n, labels in deployments.items()
                  if all(self._deployment_has(n, labels, k, v) for k, v in pairs)]
                 + [n for n, labels in self.endpoints.items() if all(labels.get(k) == v for k, v in pairs)])
 
@@ -104,8 +108,9 @@ def _why_unmatched(selector: Mapping[str, str], targets: _Targets) -> tuple[str,
 def service_selectors(fleet: Fleet) -> list[Unresolved]:
     """Every ModelService entry that selects nothing in its namespace."""
     out: list[Unresolved] = []
+    by_namespace: dict[str, _Targets] = {}
     for (namespace, _), service in sorted(fleet.services.items()):
-        targets = _Targets(fleet, namespace)
+        targets = by_namespace.get(namespace) or by_namespace.setdefault(namespace, _Targets(fleet, namespace))
         for i, entry in enumerate(service.spec.endpoints):
             selector = entry.selector.match_labels
             if targets.matches(selector):

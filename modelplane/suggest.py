@@ -4,7 +4,6 @@ pools; ModelService selectors). Standard library only, so the loader can use it.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 # difflib's default similarity cut-off: `chat-canry` -> `chat-canary` (0.95), `h10` -> `h100`
@@ -23,6 +22,8 @@ def nearest(name: str, candidates: Iterable[str]) -> str | None:
             return None
         if len(pool) < MAX_CANDIDATES:
             pool.append(candidate)
+    import difflib  # deferred: only a name that resolves to nothing needs it, and `plan` starts every run
+
     found = difflib.get_close_matches(name, sorted(set(pool)), n=1, cutoff=CUTOFF)
     return found[0] if found else None
 
