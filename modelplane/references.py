@@ -126,8 +126,13 @@ def _service_message(fleet: Fleet, service: ModelService, i: int, selector: Mapp
     entry = entries[i]
     name = f"entry {entry.name!r}" if entry.name else f"entry #{i}"
     others = [e for j, e in enumerate(entries) if j != i and e.priority == entry.priority]
-    share = (f"the other entries of its priority take its weight {entry.weight} of "
-             f"{sum(e.weight for e in others) + entry.weight}" if others else "the service has nothing to route to")
+    if others:
+        share = (f"the other entries of its priority take its weight {entry.weight} of "
+                 f"{sum(e.weight for e in others) + entry.weight}")
+    elif len(entries) > 1:
+        share = f"priority {entry.priority} has nothing to route to, so its traffic goes to another priority"
+    else:
+        share = "the service has nothing to route to"
     elsewhere = [f"{ns}/{n}" for ns in sorted({k[0] for k in [*fleet.deployments, *fleet.endpoints]})
                  if ns != service.metadata.namespace for n in _Targets(fleet, ns).matching(selector)]
     moved = (f" ({', '.join(elsewhere)} would match, but a ModelService routes only within its own namespace)"

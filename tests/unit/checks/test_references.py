@@ -204,3 +204,12 @@ def test_cli_observed_naming_an_unknown_cluster_or_pool_is_an_error(tmp_path, co
     assert proc.returncode == 2, proc.stdout
     assert proc.stderr.startswith("error: ") and named in proc.stderr and "did you mean" in proc.stderr
     assert str(path) in proc.stderr and proc.stdout == ""
+
+
+def test_a_typo_in_a_priority_of_its_own_sends_its_traffic_to_another_priority():
+    models = kind_models("  - name: canary\n    weight: 10\n", "  - name: canary\n    weight: 10\n    priority: 1\n")
+    models = models.replace("deployment: chat\n", "deployment: caht\n", 1)
+    (f,) = policy_findings(kind_fleet(models=models), "service-selector")
+    assert f.field == "spec.endpoints[0].selector.matchLabels"
+    assert "priority 0 has nothing to route to, so its traffic goes to another priority" in f.message
+    assert "Did you mean 'chat'?" in f.message
