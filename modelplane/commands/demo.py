@@ -221,9 +221,11 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-# A rate the demo exhausts as it is: this many requests at once at most; past it, the check runs
-# with the rate lowered (and says so), rather than sending thousands of requests.
+# A rate the demo exhausts as it is: this many requests at once at most, refilled at one a second
+# at most (faster, and one request after the other might never run it dry); past it, the check
+# runs with the rate lowered (and says so), rather than sending thousands of requests.
 MAX_RATE_PROBE = 50
+MAX_PROBED_PER_MINUTE = 60
 
 
 def _refusals(local: LocalFleet, fleet: Fleet, routes: list[ServiceRoute], endpoints: list[Endpoint],
@@ -272,14 +274,14 @@ def _refusals(local: LocalFleet, fleet: Fleet, routes: list[ServiceRoute], endpo
         return lines, wrong
     at_once = limits.burst or max(1, math.ceil(limits.requests_per_minute / 60))
     rate = f"{limits.requests_per_minute}/min, {at_once} at once"
-    if at_once > MAX_RATE_PROBE:
+    if at_once > MAX_RATE_PROBE or limits.requests_per_minute > MAX_PROBED_PER_MINUTE:
         # The same plugin and code path, with a rate this check can exhaust in two requests.
         local.security = replace(sec, limits=replace(limits, requests_per_minute=1, burst=1))
         local.apply_routes(routes, endpoints)
         rate = f"lowered to 1/min for this check; the gateway's is {rate}"
         at_once = 1
     caller = _caller_for(fleet, first.namespace, first.name, keys) or DEMO_CALLER
-    check(f"caller {caller} over its rate ({rate})", first_url, keys.get(caller), 429, tries=at_once + 1)
+    check(f"caller {caller} over its rate ({rate})", first_url, keys.get(caller), 429, tries=at_once + 2)
     return lines, wrong
 
 
