@@ -52,7 +52,10 @@ def load_fleet(path: str, stdin: TextIO | None = None) -> Fleet:
 def dump(data: JsonValue, fmt: str, *, compact: bool = False) -> str:
     """`data` as JSON (indented, or on one line with `compact`) or YAML, ending in a newline."""
     if fmt == YAML:
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
+        # Through JSON first: the documents hold str subclasses (the scheduler's reasons), which
+        # json writes as strings and PyYAML's safe dumper refuses to represent.
+        plain = json.loads(json.dumps(data))
+        return yaml.safe_dump(plain, sort_keys=False, default_flow_style=False, allow_unicode=True, width=1 << 16)
     if compact:
         return json.dumps(data, separators=(",", ":")) + "\n"
     return json.dumps(data, indent=2) + "\n"

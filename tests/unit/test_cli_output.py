@@ -93,6 +93,19 @@ def test_plan_output_forms_carry_one_document():
     assert bad.returncode == 2 and "usage: modelplane plan" in bad.stderr and "invalid choice: 'xml'" in bad.stderr
 
 
+@pytest.mark.parametrize("argv", [
+    pytest.param(["plan", "examples/silent-failures"], id="plan"),
+    pytest.param(["explain", "examples/silent-failures", "llama-pd"], id="explain"),
+    pytest.param(["plan", "examples/autoscaling", "--metrics", "examples/autoscaling/metrics-surge.json"],
+                 id="plan-metrics"),
+])
+def test_yaml_carries_the_json_document_where_replicas_are_refused(argv):
+    """Refusal reasons are the scheduler's own objects until written: YAML writes them as text."""
+    as_yaml = cli(*argv, "-o", "yaml")
+    assert as_yaml.returncode == 0, as_yaml.stderr
+    assert yaml.safe_load(as_yaml.stdout) == json.loads(cli(*argv, "-o", "json").stdout)
+
+
 def test_verify_output_forms(tmp_path):
     placement = tmp_path / "placement.json"
     placement.write_text(cli("plan", "examples/kind", "-o", "json").stdout)
