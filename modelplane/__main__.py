@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 
 # Commands that hold nothing open once they return (no process, file or socket a finalizer
@@ -56,7 +57,13 @@ def _command_parser(parser: argparse.ArgumentParser, name: str) -> argparse.Argu
 def main(argv: list[str] | None = None, prog: str = PROG) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv, prog)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:
+        # `modelplane explain ... | head` closed the pipe early: not an error of the command, and
+        # no traceback (nor a second one when the interpreter flushes stdout at exit).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 def _exit(code: int) -> None:
