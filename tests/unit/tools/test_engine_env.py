@@ -89,7 +89,7 @@ def test_wrapper_scopes_state_and_a_private_passphrase_to_the_clone(layout):
     env = _base_env(layout)
     bin_dir = _build_tools(layout, env)
     repo = layout["repo"]
-    seen = _shell(layout, env, "pulumi version", repo)
+    seen = _shell(layout, env, "pulumi stack ls", repo)
     state = repo / ".pulumi-state"
     assert seen["PULUMI_BACKEND_URL"] == f"file://{state}"
     passphrase = Path(seen["PULUMI_CONFIG_PASSPHRASE_FILE"])
@@ -103,7 +103,7 @@ def test_wrapper_scopes_state_and_a_private_passphrase_to_the_clone(layout):
     assert seen["PATH"].split(":")[0] == str(bin_dir)          # the plugins are found there
     # From a subdirectory the same state and the same passphrase: it is made once per clone.
     (repo / "examples").mkdir()
-    again = _shell(layout, env, "pulumi version", repo / "examples")
+    again = _shell(layout, env, "pulumi stack ls", repo / "examples")
     assert again["PULUMI_BACKEND_URL"] == seen["PULUMI_BACKEND_URL"]
     assert passphrase.read_text().strip() == secret
 
@@ -119,12 +119,20 @@ def test_wrapper_scopes_state_and_a_private_passphrase_to_the_clone(layout):
 def test_wrapper_keeps_what_the_user_set(layout, mine, expected):
     env = _base_env(layout)
     _build_tools(layout, env)
-    seen = _shell(layout, {**env, **mine}, "pulumi version", layout["repo"])
+    seen = _shell(layout, {**env, **mine}, "pulumi preview", layout["repo"])
     for key, value in expected.items():
         assert seen[key] == value
     if "PULUMI_BACKEND_URL" in mine or "PULUMI_CONFIG_PASSPHRASE" in mine:
         assert "PULUMI_CONFIG_PASSPHRASE_FILE" not in seen
         assert not (layout["repo"] / ".pulumi-state" / "passphrase").exists()
+
+
+def test_a_command_that_reads_no_backend_makes_no_state(layout):
+    """The Automation API runs `pulumi version` from wherever its caller is: no .pulumi-state there."""
+    env = _base_env(layout)
+    _build_tools(layout, env)
+    seen = _shell(layout, env, "pulumi version", layout["repo"])
+    assert "PULUMI_BACKEND_URL" not in seen and not (layout["repo"] / ".pulumi-state").exists()
 
 
 def test_wrapper_outside_the_clone_sets_no_backend(layout):
@@ -141,7 +149,7 @@ def test_a_pulumi_of_the_users_own_keeps_its_home(layout):
     own = layout["tmp"] / "own-bin"
     _executable(own / "pulumi", FAKE_PULUMI)
     env = _base_env(layout, f"{own}:/usr/bin:/bin")
-    seen = _shell(layout, env, "pulumi version", layout["repo"])
+    seen = _shell(layout, env, "pulumi up", layout["repo"])
     assert seen["MODELPLANE_TOOLS_BIN"] == str(own)
     assert "PULUMI_HOME" not in seen and "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION" not in seen
     assert seen["PULUMI_BACKEND_URL"] == f"file://{layout['repo'] / '.pulumi-state'}"
