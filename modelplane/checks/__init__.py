@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     secrets,
     gateway_exposure,
     variables,
+    references,
 )
 from modelplane.api import Fleet
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet

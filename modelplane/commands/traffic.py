@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import math
 import os
 import re
@@ -36,6 +37,7 @@ from modelplane.gateway.process import Terminated, terminate_on_signals
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import redact_url
 from modelplane.urls import header_safe, url_problem
+from modelplane.words import counted
 
 UNIDENTIFIED = "(unidentified)"
 TIMEOUT = "Timeout"  # the error kind of a request that ran out of --timeout
@@ -230,7 +232,7 @@ def _one(client: httpx.Client, target: str, body: JsonObject, timeout: float, re
             request = client.build_request("POST", target, json=body, extensions={"trace": deadline.trace})
             r = client.send(request)
         except httpx.HTTPError as e:
-            res.errors[TIMEOUT if deadline.expired else type(e).__name__] += 1
+            res.errors[TIMEOUT if deadline.expired else connect_problem(target, e) or type(e).__name__] += 1
             return None
     if r.status_code != 200:
         res.errors[f"HTTP {r.status_code}"] += 1
@@ -247,6 +249,47 @@ def _one(client: httpx.Client, target: str, body: JsonObject, timeout: float, re
     # A success all the same, e.g. a SaaS provider that names no replica.
     res.deployments.setdefault(UNIDENTIFIED, UNIDENTIFIED)
     return UNIDENTIFIED
+
+
+def connect_problem(url: str, error: BaseException) -> str | None:
+    """`nothing listening at HOST:PORT` when the connection was refused, `cannot resolve HOST`
+    when the name has no address; None for any other failure."""
+    parsed = httpx.URL(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    host = parsed.host
+    seen: BaseException | None = error
+    for _ in range(10):                      # httpx -> httpcore -> the socket's OSError
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError) or (isinstance(seen, OSError) and seen.errno == errno.ECONNREFUSED):
+            return f"nothing listening at {host}:{port}"
+        if isinstance(seen, socket.gaierror):
+            return f"cannot resolve {host}"
+        seen = seen.__cause__ or seen.__context__
+    text = str(error)
+    if "Connection refused" in text:
+        return f"nothing listening at {host}:{port}"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return f"cannot resolve {host}"
+    return None
+
+
+def probe(url: str, api_key: str | None = None, *, cafile: str | None = None, timeout: float = 10.0
+          ) -> tuple[int | None, str]:
+    """One chat completion through `url`: its HTTP status (None when no answer came) and what it
+    says, printable: `Retry-After: N` for a 429, the error kind for no answer."""
+    target = url.rstrip("/") + "/v1/chat/completions"
+    body = {"model": "default", "messages": [{"role": "user", "content": "who are you?"}]}
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    limits = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(timeout=timeout, limits=limits, headers=headers, verify=tls_context(cafile)) as client, \
+            _Deadline(timeout) as deadline:
+        try:
+            r = client.send(client.build_request("POST", target, json=body, extensions={"trace": deadline.trace}))
+        except httpx.HTTPError as e:
+            return None, TIMEOUT if deadline.expired else connect_problem(target, e) or type(e).__name__
+    retry = r.headers.get("retry-after")
+    return r.status_code, f"Retry-After: {printable(retry, 20)}" if retry else ""
 
 
 def _table(title: str, counts: Counter[str], total: int) -> list[str]:
@@ -266,7 +309,7 @@ def format_result(res: SplitResult, idle: dict[str, str] | None = None) -> str:
     for rep, dep in (idle or {}).items():
         replicas.setdefault(rep, 0)
         deployments.setdefault(dep, 0)
-    lines = [f"{printable(redact_url(res.url), 2000)}: {total} requests in {res.seconds:.2f}s"]
+    lines = [f"{printable(redact_url(res.url), 2000)}: {counted(total, 'request')} in {res.seconds:.2f}s"]
     lines += _table("replica", replicas, total)
     lines += _table("deployment", deployments, total)
     detail = ", ".join(f"{k} x{v}" for k, v in sorted(res.errors.items()))

@@ -32,6 +32,12 @@ def test_demo_runs_the_secure_example_with_tls_keys_and_mtls_and_prints_no_key(t
     assert ["chat", "18", "90.0%"] in chat and ["chat-canary", "2", "10.0%"] in chat
     assert "ml-team/research: as caller research" in out
     assert out.count("failed: 0") == 2
+    # the refusals, each the answer the gateway must give (issue 32, item 8)
+    assert "  ml-team/chat without an API key: 401, as expected" in out
+    assert "  caller demo on ml-team/research (allowedCallers: research): 403, as expected" in out
+    assert ("  caller demo over its rate (lowered to 1/min for this check; the gateway's is 60000/min, 1000 at "
+            "once): 429 after 2 requests (Retry-After: ") in out
+    assert "EXPECTED" not in out
     assert made and not [k for k in made if k in out], "a caller's key was printed"
     assert _children() == []
 

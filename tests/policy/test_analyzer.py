@@ -27,6 +27,7 @@ EXPECTED_LEVELS = {
     "eks-autoscale-from-zero": "advisory",
     "pcie-alignment": "mandatory",
     "sglang-metrics": "mandatory",
+    "service-selector": "mandatory", "budget-scope": "mandatory", "observed-names": "mandatory",
 }
 
 
@@ -158,7 +159,7 @@ def test_inputs_that_do_not_load_make_the_fleet_policies_not_applicable():
     assert list(response.diagnostics) == []
     reasons = {n.policy_name: n.reason for n in response.not_applicable}
     assert set(reasons) == set(EXPECTED_LEVELS) - {"modelplane-fleet-present"}
-    assert reasons["fabric"].startswith("the placement inputs do not load: 1 invalid manifest field(s)")
+    assert reasons["fabric"].startswith("the placement inputs do not load: 1 problem in the manifests")
 
 
 UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"

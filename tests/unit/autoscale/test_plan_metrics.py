@@ -51,7 +51,7 @@ def test_the_example_surge_is_limited_by_the_budget_and_says_so(capsys) -> None:
     assert "ml-team/chat (ReplicaAutoscaler ml-team/chat): 1 -> 5 replicas, 3 placed: ScaleUpLimit" in out
     assert ("ScalingLimited=True PlacementLimited: the scheduler placed 3 of the 5 replica(s) asked for (scaled "
             "up from 1)") in out
-    assert "replica #3: Blocked: FleetBudget ml-team-gpus: a replica needs 1 device(s), 0 of 3 left" in out
+    assert "replica #3: Blocked: FleetBudget ml-team-gpus: a replica needs 1 device, 0 of 3 left" in out
     assert "the autoscaler was already limited: ScaleUpLimit" in out
 
 

@@ -86,8 +86,8 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 def test_table_shows_policies(capsys) -> None:
     assert run([str(EXAMPLES / "policy-budget")]) == 0
     out = capsys.readouterr().out
-    assert "WithinBudget=False BudgetExceeded: FleetBudget ml-team-gpus: a replica needs 2 device(s)" in out
-    assert "unplaced replica #2: Blocked: FleetBudget ml-team-gpus: a replica needs 2 device(s), 0 of 12 left" in out
+    assert "WithinBudget=False BudgetExceeded: FleetBudget ml-team-gpus: a replica needs 2 devices" in out
+    assert "unplaced replica #2: Blocked: FleetBudget ml-team-gpus: a replica needs 2 devices, 0 of 12 left" in out
     assert "FLEETBUDGET   MAX  USED  REFUSED  DEPLOYMENTS" in out
     assert "ml-team-gpus  12   12    1        ml-team/chat, ml-team/summarize" in out
 
