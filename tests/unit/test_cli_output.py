@@ -59,19 +59,25 @@ def test_render_to_dash_prints_a_yaml_stream_and_writes_no_directory(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert list(tmp_path.iterdir()) == []                        # no directory named "-"
     objects = list(yaml.safe_load_all(proc.stdout))
-    assert len(objects) == 25 and all(o["apiVersion"] and o["kind"] for o in objects)
+    # The workload clusters' objects include their charts' Namespaces (lws, dra-example-driver)
+    assert len(objects) == 29 and all(o["apiVersion"] and o["kind"] for o in objects)
     assert [line for line in proc.stdout.splitlines() if line.startswith("# cluster: ")] == [
         "# cluster: eu-west", "# cluster: us-east", "# cluster: control"]
     assert "ml-team/chat: 1 of 1 replicas placed" in proc.stderr   # the summary goes to stderr
+    assert "not printed: the serving stack's charts/ and cloud/ files" in proc.stderr
     as_json = json.loads(cli("render", str(KIND), "-", "-o", "json", cwd=tmp_path).stdout)
-    assert {c: len(v) for c, v in as_json["clusters"].items()} == {"eu-west": 10, "us-east": 10, "control": 5}
+    assert {c: len(v) for c, v in as_json["clusters"].items()} == {"eu-west": 12, "us-east": 12, "control": 5}
 
 
 def test_render_from_stdin_and_not_both_dashes(tmp_path):
     proc = cli("render", "-", str(tmp_path / "out"), "-o", "json", stdin=KIND_STREAM)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["written"] == 25 and doc["clusters"]["control"]["objects"] == 5
+    # 29 objects and each workload cluster's two charts (release.yaml and values.yaml each)
+    assert doc["written"] == 37 and doc["clusters"]["control"]["objects"] == 5
+    assert doc["clusters"]["eu-west"]["files"] == ["charts/01-lws/release.yaml", "charts/01-lws/values.yaml",
+                                                   "charts/02-dra-example-driver/release.yaml",
+                                                   "charts/02-dra-example-driver/values.yaml"]
     assert sorted(p.name for p in (tmp_path / "out").iterdir() if not p.name.startswith(".")) == [
         "control", "eu-west", "us-east"]
     both = cli("render", "-", "-", stdin=KIND_STREAM)
@@ -129,17 +135,18 @@ def test_lint_groups_findings_by_file_then_level_with_the_detail_indented():
     files = [line for line in lines if line and not line.startswith(" ")][:-1]   # the last is the summary
     assert files == ["examples/silent-failures/models.yaml", "examples/silent-failures/platform.yaml"]
     levels = [line.strip() for line in lines if line.startswith("  ") and not line.startswith("   ")]
-    assert levels == ["mandatory (5)", "advisory (1)", "mandatory (5)"]
+    # platform.yaml's advisory: kind-node-digest on the bare (deadlocking) kindest/node tag
+    assert levels == ["mandatory (5)", "advisory (1)", "mandatory (5)", "advisory (1)"]
     i = lines.index("    usable-gpu-memory  InferenceClass/h100 #0 spec.devices[0].capacity.memory")
     assert i > lines.index("examples/silent-failures/platform.yaml")
     assert lines[i + 1].startswith("        declares 80Gi for an NVIDIA H100 80GB")
     assert "\033[" not in proc.stdout                               # not a terminal: no colour
-    assert lines[-1].endswith("checks: 10 mandatory, 1 advisory finding")
+    assert lines[-1].endswith("checks: 10 mandatory, 2 advisory findings")
 
 
 def test_lint_json_and_yaml_documents():
     doc = json.loads(cli("lint", "examples/silent-failures", "-o", "json").stdout)
-    assert doc["summary"]["mandatory"] == 10 and doc["summary"]["advisory"] == 1
+    assert doc["summary"]["mandatory"] == 10 and doc["summary"]["advisory"] == 2
     first = next(f for f in doc["findings"] if f["policy"] == "usable-gpu-memory")
     assert (first["object"], first["file"], first["document"]) == (
         "InferenceClass/h100", "examples/silent-failures/platform.yaml", 0)

@@ -117,7 +117,7 @@ def test_unplaced_replicas_carry_each_clusters_reason():
     assert item
     shown = page.text()
     for cluster, reason in first.reasons.items():
-        assert f"{cluster}: {reason}" in shown
+        assert f"{cluster}: {reason.message}" in shown
     assert first.feasibility is not None and first.feasibility.message in shown
 
 

@@ -117,5 +117,5 @@ def test_a_fabric_group_no_pool_of_which_matches_a_member_is_not_feasible() -> N
     docs = [*fleet(None, "ib-1", extra=(pool("gpu2", "h100x8", 2, domain="ib-1"),)), deployment("m", 1, COORDINATED)]
     (f,) = feasibility(plan(docs, accounting="Node"))
     assert f.verdict == NF
-    assert f.message.startswith("no pool of the 1 cluster(s) the selectors match could ever hold it, at any size "
+    assert f.message.startswith("no pool of the 1 cluster the selectors match could ever hold it, at any size "
                                 "(first, a: no pool for engine main: ")
