@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from modelplane.api import Fleet, ModelDeployment
 from modelplane.json_types import JsonObject
 from modelplane.scheduler import FleetPlacement, resolve_member_requests
+from modelplane.scheduler.matching import Matcher, MemberMatch
+from modelplane.scheduler.plugins.device_fit.alignment import alignment_fix, misalignment
 from modelplane.scheduler.plugins.selectors import label_mismatch
 from modelplane.scheduler.reasons import CAPACITY, Reason
 from modelplane.scheduler.shape import (
@@ -176,6 +178,7 @@ def explain_deployment(fleet: Fleet, placement: FleetPlacement, key: Key,
     # FitsAfterScaleUp names the cluster and the nodes each pool needs
     scale_up = (first.cluster, dict(first.scale_up)) if first is not None and first.cluster else None
     on_pool = _replicas_by_pool(placement)
+    matcher = Matcher()
     notes = []
     if shape.invalid:
         notes.append(shape.invalid)
@@ -189,7 +192,7 @@ def explain_deployment(fleet: Fleet, placement: FleetPlacement, key: Key,
             name, mine, refusal.code if refusal is not None else "", refusal.plugin if refusal is not None else "",
             refusal.message if refusal is not None else "",
             tuple(_cluster_facts(fleet, shape, cluster)),
-            tuple(_pool(fleet, dep, shape, cluster, pool_index, on_pool, clusters, refusal, scale_up)
+            tuple(_pool(fleet, dep, shape, cluster, pool_index, on_pool, clusters, refusal, scale_up, matcher)
                   for pool_index in range(len(cluster.pools))),
             refusal.kind if refusal is not None else ""))
     budgets = tuple(f"FleetBudget {b.name}: {b.used} of {b.max_devices} devices used, "
@@ -260,7 +263,8 @@ def _cluster_facts(fleet: Fleet, shape: DeploymentShape, cluster: ClusterView) -
 
 def _pool(fleet: Fleet, dep: ModelDeployment, shape: DeploymentShape, cluster: ClusterView, index: int,
           on_pool: Mapping[tuple[str, str], Sequence[str]], clusters: Mapping[str, ClusterView],
-          refusal: Reason | None, scale_up: tuple[str, dict[str, int]] | None) -> PoolExplanation:
+          refusal: Reason | None, scale_up: tuple[str, dict[str, int]] | None, matcher: Matcher
+          ) -> PoolExplanation:
     pool = cluster.pools[index]
     cls = pool.cls
     facts: list[Fact] = []
@@ -270,13 +274,22 @@ def _pool(fleet: Fleet, dep: ModelDeployment, shape: DeploymentShape, cluster: C
         for member in engine.members:
             try:
                 resolve_member_requests(fleet, dep, engine.name, member.index, cls.name)
-                matching.append(f"{engine.name}[{member.index}]")
             except KeyError as exc:
                 fits = False
                 why = str(exc.args[0]) if exc.args else str(exc)
                 facts += _request_facts(engine.name, member.index, member.role, member.requests, cls, clusters,
                                         why)
                 continue
+            # Device fit's PCIe rule on top of the match (plugins/device_fit/alignment.py): the
+            # devices match, but one node of the class's instance type cannot hold them aligned.
+            match = matcher.match(member, cls)
+            unaligned = misalignment(match, cls) if isinstance(match, MemberMatch) else None
+            if unaligned is not None:
+                fits = False
+                facts.append(_fails("device", f"engine {engine.name} member {member.index} ({member.role}) "
+                                    f"request {unaligned.gpus!r} {unaligned}", alignment_fix()))
+                continue
+            matching.append(f"{engine.name}[{member.index}]")
             for request in member.requests:
                 facts.append(_ok("device", f"engine {engine.name} member {member.index} ({member.role}) "
                                   f"request {request.name!r}: {_matching_devices(request.cels, request.count, cls)}"))

@@ -217,3 +217,29 @@ def test_cli_explain_text_json_and_errors():
                                 "message": "untolerated taint maint:NoSchedule", "kind": "policy"}
     unknown = _cli("explain", "examples/kind", "chta")
     assert unknown.returncode == 2 and "did you mean 'chat'?" in unknown.stderr and unknown.stdout == ""
+
+
+def test_a_pool_whose_pcie_roots_cannot_hold_the_aligned_claim_is_explained_as_the_scheduler_refuses_it():
+    """Device fit refuses a class whose instance type cannot hold a member's GPUs and dra.net EFAs
+    aligned by PCIe root (plugins/device_fit/alignment.py; g6e.48xlarge: no GPU shares a root with
+    an EFA): explain agrees, naming the roots and the fix, and the p5en pool still matches (its 4
+    nodes hold 4 of the 5 replicas: the fifth is refused by both clusters)."""
+    from tests.unit.scheduler.test_pcie_alignment import cluster, deployment, dra_efa_class
+
+    fleet = load_manifest_text("---".join([
+        dra_efa_class("p5en", "p5en.48xlarge", 8, 16), dra_efa_class("g6e", "g6e.48xlarge", 8, 4),
+        cluster("eks-p5en", "p5en"), cluster("eks-g6e", "g6e"), deployment(8, 4, replicas=5)]))
+    placement = place_fleet(fleet)
+    e = explain_deployment(fleet, placement, find_deployment(fleet, "m"))
+    by_cluster = {c.cluster: c for c in e.clusters}
+    g6e = by_cluster["eks-g6e"]
+    assert (g6e.code, g6e.kind) == ("NoPoolFits", "never")          # the scheduler's refusal
+    (pool,) = g6e.pools
+    assert not pool.fits and not pool.matching
+    (fact,) = [f for f in pool.facts if not f.ok]
+    assert fact.check == "device"
+    assert "request 'gpu' cannot be aligned with request 'efa' on class g6e" in fact.detail
+    assert "g6e.48xlarge no GPU shares a PCIe root with an EFA" in fact.detail
+    assert fact.fix.startswith("claim the EFAs through the EFA device plugin")
+    (p5en,) = by_cluster["eks-p5en"].pools
+    assert p5en.fits and p5en.matching == ("main[0]",)

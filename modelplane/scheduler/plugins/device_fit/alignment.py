@@ -11,13 +11,29 @@ is the plugin's own rule on top of that answer, also read by the `pcie-alignment
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from modelplane.clouds.pcie import aligning_types, alignment_problem, efa_alignment
 from modelplane.scheduler.matching import MemberMatch, NoMatch
 from modelplane.scheduler.shape import ClassView
 from modelplane.vocabulary import DRANET_DRIVER
 
 
-def alignment_refusal(match: MemberMatch, cls: ClassView) -> NoMatch | None:
+@dataclass(frozen=True)
+class Misaligned:
+    """A member whose GPU request `gpus` and EFA request `efas` one node of `class_name`'s
+    instance type cannot hold aligned, and why (modelplane.clouds.pcie.alignment_problem)."""
+
+    gpus: str
+    efas: str
+    class_name: str
+    problem: str
+
+    def __str__(self) -> str:
+        return f"cannot be aligned with request {self.efas!r} on class {self.class_name}: {self.problem}"
+
+
+def misalignment(match: MemberMatch, cls: ClassView) -> Misaligned | None:
     """Why one node of the class's instance type cannot hold the member's aligned claim, or
     None (nothing to align, or it fits)."""
     if DRANET_DRIVER not in match.drivers:
@@ -31,9 +47,22 @@ def alignment_refusal(match: MemberMatch, cls: ClassView) -> NoMatch | None:
     problem = alignment_problem(cls.instance_type, alignment)
     if problem is None:
         return None
-    return NoMatch(gpus[0].name, f"cannot be aligned with request {efa[0].name!r} on class {cls.name}: {problem}. "
-                   "Fix: claim the EFAs through the EFA device plugin (a class without the dra.net device), "
-                   f"or use an instance type whose GPUs share roots with EFAs ({', '.join(aligning_types())})")
+    return Misaligned(gpus[0].name, efa[0].name, cls.name, problem)
+
+
+def alignment_refusal(match: MemberMatch, cls: ClassView) -> NoMatch | None:
+    """The matcher's kind of answer for a misaligned member: a NoMatch naming the request, why
+    and the fix; None when the roots hold it."""
+    misaligned = misalignment(match, cls)
+    if misaligned is None:
+        return None
+    return NoMatch(misaligned.gpus, f"{misaligned}. Fix: {alignment_fix()}")
+
+
+def alignment_fix() -> str:
+    """What to change when the roots cannot hold the claim (the refusal's and `explain`'s words)."""
+    return ("claim the EFAs through the EFA device plugin (a class without the dra.net device), "
+            f"or use an instance type whose GPUs share roots with EFAs ({', '.join(aligning_types())})")
 
 
 def aligned(match: MemberMatch | NoMatch, cls: ClassView) -> MemberMatch | NoMatch:
