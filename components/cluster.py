@@ -65,6 +65,9 @@ class InferenceCluster(pulumi.ComponentResource):
         connected = None if args.render_dir or self.simulated else self._connect(name, args)
         provisioned = connected if isinstance(connected, ProvisionedCluster) else None
         self.kubeconfig = connected.kubeconfig if isinstance(connected, ProvisionedCluster) else connected
+        # What the serving stack's charts need of the cloud (components/sources: EKS).
+        self.physical_name = provisioned.physical_name if provisioned is not None else None
+        self.chart_dependencies = dict(provisioned.chart_dependencies) if provisioned is not None else {}
         self.provider = _provider(name, self, args, self.kubeconfig, self.simulated, self.identity)
         # The cache StorageClass of a cluster we provision, on its own provider: ModelCache
         # PVCs name it (modelplane.storage).

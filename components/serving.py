@@ -4,14 +4,14 @@ separate components (components/gateway.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components.k8s import RenderedObject, register_objects
-from modelplane.render.meta import component_labels
+from modelplane.render.gitops import chart_namespace
 from modelplane.render.serving import ChartSpec
 from modelplane.vocabulary import Manifest
 
@@ -25,7 +25,12 @@ class ServingStackArgs:
     # Off for the offline render stack (charts come from their registries) and for
     # Existing clusters whose platform team runs the stack itself.
     install_charts: bool = True
+    # The render stack: the charts are not installed (nothing is fetched), but their namespaces and
+    # pre-chart objects are written like any manifest (ClusterFoundation.stack_objects).
+    stack_objects: Sequence[Manifest] = ()
     depends_on: Sequence[pulumi.Resource] = field(default_factory=list)
+    # Chart name -> what its pods need before they exist (ProvisionedCluster.chart_dependencies).
+    chart_depends_on: Mapping[str, Sequence[pulumi.Resource]] = field(default_factory=dict)
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -41,9 +46,9 @@ class ServingStack(pulumi.ComponentResource):
         self.ready = []
         if args.install_charts:
             for spec in args.charts:
-                ns = k8s.core.v1.Namespace(f"{name}-{spec.name}-ns", metadata={
-                    "name": spec.namespace, "labels": component_labels("serving-stack")},
-                    opts=pulumi.ResourceOptions(parent=self))
+                # The namespace `modelplane render` writes too (modelplane.render.gitops).
+                ns = k8s.core.v1.Namespace(f"{name}-{spec.name}-ns", metadata=chart_namespace(spec)["metadata"],
+                                           opts=pulumi.ResourceOptions(parent=self))
                 # What the chart's pods need at admission (e.g. GKE's critical-pods quota).
                 pre = register_objects(args.cluster, spec.pre_objects,
                                        pulumi.ResourceOptions(parent=self, depends_on=[ns]))
@@ -51,7 +56,10 @@ class ServingStack(pulumi.ComponentResource):
                 self.ready.append(k8s.helm.v4.Chart(
                     f"{name}-{spec.name}", chart=spec.chart, version=spec.version, namespace=spec.namespace,
                     repository_opts=repo, values=dict(spec.values),
-                    opts=pulumi.ResourceOptions(parent=self, depends_on=[ns, *pre])))
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[
+                        ns, *pre, *args.chart_depends_on.get(spec.name, ())])))
+        elif args.stack_objects:
+            self.ready += register_objects(args.cluster, args.stack_objects, pulumi.ResourceOptions(parent=self))
         if args.kai_queue is not None:
             # Grove's KAI backend rejects pods whose queue does not exist.
             self.ready.append(RenderedObject(f"{name}-kai-queue", args.kai_queue, pulumi.ResourceOptions(

@@ -31,6 +31,12 @@ MAX_JSON_DEPTH = 64
 MAX_METRICS_RESPONSE_BYTES = 4 * MIB
 MAX_METRICS_LINE_CHARS = 16 * 1024
 MAX_METRICS_SAMPLES = 50_000
+# Samples of one family the autoscaler reads (a series per model and engine, ~20 buckets
+# each for a histogram): past it the pod's metrics are missing, not parsed on.
+MAX_METRICS_FAMILY_SAMPLES = 1_000
+# Seconds one autoscaling pass may spend parsing the pods' responses (all of them): a pod
+# left unparsed by then is missing, with the reason (modelplane.autoscale.scraped.from_pods).
+MAX_METRICS_PARSE_SECONDS = 3.0
 # A `plan --metrics` file: deployments it may name (each with at most the four metric types).
 MAX_METRICS_FILE_DEPLOYMENTS = 10_000
 # Kubernetes clients (modelplane/kube): what one cluster read may cost, whatever the

@@ -20,6 +20,13 @@ the requests in flight finish, streams included, for at most `--shutdown-grace-s
 seconds (default 30, Kubernetes' default terminationGracePeriodSeconds), then exits: what
 a replica taken out of the routes needs to lose nothing.
 
+Disaggregated prefill (`--pd-role prefill|decode`): speaks vLLM NixlConnector's side of a P/D
+proxy (vllm-project/vllm tests/v1/kv_connector/nixl_integration/toy_proxy_server.py,
+vllm-project/router): a prefill engine answers a request carrying `kv_transfer_params:
+{do_remote_decode: true}` with `kv_transfer_params` naming its blocks (`do_remote_prefill: true`,
+`remote_engine_id`: its name); both record each request's `max_tokens` and `kv_transfer_params`
+(GET /debug/pd), so a test can see which engine played which phase.
+
 Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
 requests were served (inference keeps working, as an engine that is draining would);
 `--exit-after N` exits the process right after the Nth. SIGUSR1 / SIGUSR2 switch /health
@@ -45,6 +52,8 @@ from typing import Any
 
 INFERENCE_PATHS = ("/v1/chat/completions", "/v1/completions", "/v1/messages")
 MAX_RECORDED = 100_000
+MAX_REQUEST_BYTES = 1 << 20     # a request body (a chat prompt); a larger one is refused unread
+READ_TIMEOUT_S = 30.0           # a connection that sends nothing for this long is closed
 
 # vLLM's series (vllm/v1/metrics/loggers.py); tests/unit/autoscale/test_mock_engine_metrics.py
 # keeps them equal to modelplane.autoscale.engines' vLLM table (this file imports nothing of ours).
@@ -150,6 +159,22 @@ class EngineState:
         # and every value sent as a caller header; GET /debug/headers returns them.
         self.record_headers = False
         self.seen_headers: list[dict[str, Any]] = []
+        self.pd_role: str | None = None
+        self.pd_seen: list[dict[str, Any]] = []
+
+    def pd_answer(self, req: Any, port: int) -> dict[str, Any]:
+        """Record a P/D request; what a prefill engine adds to its answer (module docstring)."""
+        if self.pd_role is None or not isinstance(req, dict):
+            return {}
+        params = req.get("kv_transfer_params")
+        with self.lock:
+            if len(self.pd_seen) < MAX_RECORDED:
+                self.pd_seen.append({"max_tokens": req.get("max_tokens"), "kv_transfer_params": params})
+        if self.pd_role != "prefill" or not (isinstance(params, dict) and params.get("do_remote_decode")):
+            return {}
+        return {"kv_transfer_params": {"do_remote_prefill": True, "do_remote_decode": False,
+                                       "remote_engine_id": self.name, "remote_block_ids": [0, 1],
+                                       "remote_host": "127.0.0.1", "remote_port": port}}
 
     def healthy(self) -> bool:
         if self.health_forced is not None:
@@ -205,6 +230,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive, as a real engine behind a proxy
         disable_nagle_algorithm = True  # headers and body go in two writes; avoid 40ms stalls
+        timeout = READ_TIMEOUT_S        # a body shorter than its Content-Length holds a thread this long
 
         def log_message(self, format: str, *args: Any) -> None:
             # Request lines could carry headers' neighbours; stay quiet.
@@ -259,6 +285,9 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
             if path == "/debug/headers" and state.record_headers:
                 with state.lock:
                     return self._send(200, {"requests": list(state.seen_headers)})
+            if path == "/debug/pd" and state.pd_role is not None:
+                with state.lock:
+                    return self._send(200, {"role": state.pd_role, "requests": list(state.pd_seen)})
             if path == "/health":
                 ok = state.healthy()
                 return self._send(200 if ok else 503, {"status": "ok" if ok else "unhealthy"})
@@ -280,7 +309,15 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             path = self.path.split("?", 1)[0]
-            length = int(self.headers.get("Content-Length") or 0)
+            declared = (self.headers.get("Content-Length") or "0").strip()
+            if not declared.isdigit():
+                self.close_connection = True
+                return self._send(400, {"error": {"message": "Content-Length is not a whole number"}})
+            length = int(declared)
+            if length > MAX_REQUEST_BYTES:
+                # Never read: a client's Content-Length is no reason to hold gigabytes.
+                self.close_connection = True
+                return self._send(413, {"error": {"message": f"the body is larger than {MAX_REQUEST_BYTES} bytes"}})
             raw = self.rfile.read(length) if length else b""
             if path not in INFERENCE_PATHS:
                 return self._send(404, {"error": {"message": f"no route {path}"}})
@@ -292,15 +329,16 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 model, stream = str(req.get("model") or state.name), bool(req.get("stream"))
             except (ValueError, AttributeError):
                 return self._send(400, {"error": {"message": "body is not a JSON object"}})
+            extra = state.pd_answer(req, self.connection.getsockname()[1])
             with state.lock:
                 state.in_flight += 1
             try:
-                self._infer(path, model, stream=stream)
+                self._infer(path, model, stream=stream, extra=extra)
             finally:
                 with state.lock:
                     state.in_flight -= 1
 
-        def _infer(self, path: str, model: str, *, stream: bool) -> None:
+        def _infer(self, path: str, model: str, *, stream: bool, extra: dict[str, Any] | None = None) -> None:
             arrived = state.queue.enter()   # waits while --concurrency requests run
             try:
                 if state.delay:
@@ -312,7 +350,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 if stream:
                     self._stream(path, model)
                 else:
-                    self._send(200, _body(path, state.name, model))
+                    self._send(200, {**_body(path, state.name, model), **(extra or {})})
             finally:
                 state.queue.leave()
             if last:
@@ -349,6 +387,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="time between the chunks of a streamed answer")
     p.add_argument("--shutdown-grace-s", type=float, default=30.0, metavar="S",
                    help="on SIGTERM, how long the requests in flight may take to finish (default 30)")
+    p.add_argument("--pd-role", choices=("prefill", "decode"), default=None,
+                   help="play a disaggregated prefill or decode engine (vLLM NixlConnector's kv_transfer_params)")
     p.add_argument("--record-headers", action="store_true",
                    help="remember which headers each inference request carried (GET /debug/headers)")
     return p.parse_args(argv)
@@ -371,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
     state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000,
                         a.concurrency, a.stream_interval_ms / 1000)
     state.record_headers = a.record_headers
+    state.pd_role = a.pd_role
     if a.listen_fd is None:
         server = ThreadingHTTPServer((a.host, a.port), make_handler(state))
     else:

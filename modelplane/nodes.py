@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from math import gcd
 
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_class import DeviceKind, InferenceClass
@@ -53,6 +52,7 @@ from modelplane.clouds.nodes import (
     provisioned_node_taints,
 )
 from modelplane.clouds.nvidia import GPU_TAINT
+from modelplane.clouds.pcie import PCIE_TOPOLOGY
 from modelplane.drivers import NVIDIA_GPU, published_attributes, published_capacity
 from modelplane.vocabulary import ATTRIBUTE_PCIE_ROOT, DRANET_DRIVER, LABEL_POOL
 
@@ -301,12 +301,12 @@ def published_devices(cls: InferenceClass, device: DeviceKind, node: str,
     class has several kinds), with the attributes and capacity its driver publishes
     (modelplane.drivers: what the real driver would publish for the identified product, whatever
     the class declares; a driver it does not model, the class's own attributes and capacity).
-    `roots`: each device's PCIe root, where the node's topology pairs kinds (pcie_roots)."""
+    `roots`: each device's PCIe root, where the instance type's topology is known (pcie_roots)."""
     out: list[dict[str, object]] = []
     for i in range(device.count):
         serial = _digest(node, device.name, str(i), size=32)
         attributes = published_attributes(cls, device, i, serial)
-        if roots:
+        if roots and i < len(roots):
             attributes[ATTRIBUTE_PCIE_ROOT] = {"string": roots[i]}
         out.append({"name": f"gpu-{i}" if len(cls.spec.devices) == 1 else f"{device.name}-{i}",
                     "attributes": attributes,
@@ -316,19 +316,22 @@ def published_devices(cls: InferenceClass, device: DeviceKind, node: str,
 
 def pcie_roots(cls: InferenceClass) -> dict[str, list[str]]:
     """Device kind -> the PCIe root of each of its devices on one node, for a class whose GPUs
-    pair with DRANET EFAs (one DRA GPU kind, one `dra.net` kind: what render/claims.py pairs under
-    `matchAttribute: resource.kubernetes.io/pcieRoot`); empty for any other class. Both drivers
-    publish that attribute (the NVIDIA DRA driver from sysfs, DRANET per interface), and on the
-    instances that carry DRANET EFAs each GPU shares a PCIe switch with its share of the EFAs
-    (p5en: 8 GPUs, 16 EFAs, two per GPU). So `gcd(gpus, efas)` roots, each kind's devices dealt
-    over them in order: the topology a pairing claim needs to be allocated at all."""
+    pair with DRANET EFAs (one DRA GPU kind, one `dra.net` kind: what render/claims.py aligns
+    under `matchAttribute: resource.kubernetes.io/pcieRoot`); empty for any other class. Both
+    drivers publish that attribute (the NVIDIA DRA driver from sysfs, DRANET per interface), and
+    the roots are the instance type's real ones (modelplane.clouds.pcie, from karpenter-provider-
+    aws's scraped DRA metadata): on g6e.48xlarge no GPU shares a root with an EFA, so a claim
+    aligning them stays Pending here as it would on EC2. A type whose topology is not sourced
+    publishes no root (the scheduler refuses aligning claims there: nothing is guessed)."""
     dra = [d for d in cls.spec.devices if d.claim == "DRA"]
     efa = [d for d in dra if d.driver == DRANET_DRIVER]
     gpus = [d for d in dra if d.driver != DRANET_DRIVER]
-    if len(efa) != 1 or len(gpus) != 1 or not efa[0].count or not gpus[0].count:
+    prov = cls.spec.provisioning
+    topology = PCIE_TOPOLOGY.get(prov.eks.instance_type) if prov is not None and prov.eks is not None else None
+    if len(efa) != 1 or len(gpus) != 1 or topology is None:
         return {}
-    roots = gcd(gpus[0].count, efa[0].count)
-    return {d.name: [f"pci0000:{i * roots // d.count:02x}" for i in range(d.count)] for d in (gpus[0], efa[0])}
+    # A class declaring more devices than the type has: the extra ones carry no root.
+    return {gpus[0].name: list(topology.gpus[:gpus[0].count]), efa[0].name: list(topology.efas[:efa[0].count])}
 
 
 def resource_slices(fleet: Fleet, cluster: InferenceCluster, nodes: list[NodeShape]) -> list[dict[str, object]]:

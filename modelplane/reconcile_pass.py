@@ -152,17 +152,19 @@ def stack_scaling(fleet: Fleet, settings: JsonMapping, state: ScalingState, befo
     check_block): the metrics file if set; else, for every cluster with a kubeconfig, each
     Ready serving pod's /metrics through the API server's pod proxy, or the cluster's
     Prometheus; else no source. `before`: the previous placement (what runs now). A replica
-    out of the routes is drained `drainSeconds` after
-    it left once its engines report nothing in flight, or after `drainGraceSeconds`.
+    out of the routes is drained by modelplane.autoscale.drain's rule: `drainSeconds` after it
+    left once its engines read nothing in flight (or its cluster lists no pod of it); a replica
+    whose state cannot be read this time waits, up to `drainGraceSeconds`; where nothing can
+    ever be known (a metrics file, no kubeconfig, a removed deployment) `drainSeconds` alone.
     ValueError naming what is wrong with the metrics."""
     # Deferred: the scrapers load only for a stack that reads its engines.
-    from modelplane.autoscale.engines import replica_idle
+    from modelplane.autoscale.drain import Activity, drain_activity, drain_finished
     from modelplane.autoscale.prometheus import queries_for, with_bodies
     from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
     from modelplane.observe.metrics import ClusterMetrics, read_metrics
 
     source: MetricsSource
-    idle: dict[str, bool | None] = {}
+    activity: dict[str, Activity] = {}
     if settings["metricsFile"]:
         source = metrics_file_source(fleet, str(settings["metricsFile"]))
     elif kubeconfigs:
@@ -178,17 +180,14 @@ def stack_scaling(fleet: Fleet, settings: JsonMapping, state: ScalingState, befo
         running = state.with_draining(before) if before is not None else None
         replicas, failed = from_pods(running, readings)
         source = ScrapedMetricsSource(fleet, before, replicas, failed)
-        idle = {d.replica.name: replica_idle(fleet.deployments[(d.namespace, d.deployment)], replicas.get(
-            d.replica.name)) if (d.namespace, d.deployment) in fleet.deployments else None for d in state.draining}
+        activity = drain_activity(fleet, state.draining, readings, replicas)
     else:
         source = _NoSource()
 
     def drained(d: Draining) -> bool:
-        out_for = now - d.since
-        if out_for >= settings["drainGrace"]:
-            return True
-        # Nothing known in flight (a metrics file, no pod left): the drain time alone.
-        return out_for >= settings["drain"] and idle.get(d.replica.name) is not False
+        # With a metrics file nothing in flight can be known: the drain time alone.
+        return drain_finished(now - d.since, settings["drain"], settings["drainGrace"],
+                              activity.get(d.replica.name, Activity.UNOBSERVED))
 
     return Scaling(state, source, drained)
 

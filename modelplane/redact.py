@@ -111,8 +111,12 @@ _HEADERS = re.compile(r"(?i)(?P<name>\b(?:proxy-)?authorization|\bcookie|\bset-c
 # An authentication scheme followed by its credential, anywhere.
 _SCHEMES = re.compile(r"(?i)\b(?P<scheme>bearer|basic|negotiate)(?P<sep>\s+)[A-Za-z0-9._~+/=-]{4,}")
 # key=value or "key": "value" where the key names a credential (token, password, secret...).
+# A YAML block-scalar indicator (`token: |`, `key: >-`) is not the value: the value is the indented
+# line after it (masked), and our own messages that name such a block stay readable.
 _SECRET_PAIRS = re.compile(r"(?i)(?P<key>[\"']?[\w.-]*(?:token|password|passwd|secret|api[-_]?key|credential)"
-                           r"[\"']?)(?P<sep>\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;&}\]]+)")
+                           r"[\"']?)(?P<sep>\s*[:=]\s*[\"']?)"
+                           r"(?P<value>[|>][-+]?[ \t]*\r?\n[ \t]+[^\s\"',;&}\]]+"
+                           r"|(?![|>][-+]?(?:[\s`'\"]|$))[^\s\"',;&}\]]+)")
 _BLANKS = re.compile(r"\s{2,}")
 
 

@@ -17,8 +17,9 @@ counts (with observed capacity and failover when the clusters are observed), and
 next to `placement`: `autoscaling`, the state the next check reads (modelplane.autoscale.state).
 A replica a scale-in removed stays in `autoscaling.draining`, its objects applied and out of
 the routes, until it has been out for `drainSeconds` and its engines report nothing in flight
-(or `drainGraceSeconds` passed; with a metrics file nothing in flight can be known, so
-`drainSeconds` alone); the `up` after that deletes it.
+(or `drainGraceSeconds` passed; a replica whose state cannot be read this time waits; with a
+metrics file nothing in flight can be known, so `drainSeconds` alone:
+modelplane.autoscale.drain); the `up` after that deletes it.
 """
 
 from __future__ import annotations

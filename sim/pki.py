@@ -31,11 +31,13 @@ def service_account_keys(directory: Path) -> tuple[Path, Path]:
     return key, pub
 
 
-def serving_cert(directory: Path, common_name: str) -> tuple[Path, Path]:
-    """(tls.crt, tls.key): self-signed, valid for IP 127.0.0.1, for a webhook server on loopback."""
+def serving_cert(directory: Path, common_name: str, dns_name: str | None = None) -> tuple[Path, Path]:
+    """(tls.crt, tls.key): self-signed, valid for IP 127.0.0.1 (or, given `dns_name`, for that
+    name only), for a webhook server on loopback."""
     directory.mkdir(parents=True, exist_ok=True)
+    san = f"DNS:{dns_name}" if dns_name else "IP:127.0.0.1"
     _openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "tls.key", "-out", "tls.crt",
-              "-days", "3650", "-subj", f"/CN={common_name}", "-addext", "subjectAltName=IP:127.0.0.1"], directory)
+              "-days", "3650", "-subj", f"/CN={common_name}", "-addext", f"subjectAltName={san}"], directory)
     (directory / "tls.key").chmod(0o600)
     return directory / "tls.crt", directory / "tls.key"
 

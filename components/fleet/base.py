@@ -8,6 +8,7 @@ this package; each calls these helpers in its own order and nothing else registe
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -64,6 +65,8 @@ from modelplane.render.gateway import (
     static_gateway_url,
     workload_gateway_name,
 )
+from modelplane.render.output import write_cluster_files
+from modelplane.render.serving import bind_eks_cluster_name
 from modelplane.routing import Credential
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
@@ -301,13 +304,25 @@ class ModelplaneFleet(pulumi.ComponentResource):
         cluster's workloads wait for."""
         name = foundation.name
         spec = self.args.fleet.clusters[name]
-        existing = spec.spec.cluster.existing
+        render_dir = self.args.render_dir
         # components: Provided means the platform team already runs the serving stack there.
-        provided = existing is not None and existing.components == "Provided"
+        charts = foundation.charts
+        if cluster.physical_name is not None:
+            charts = bind_eks_cluster_name(charts, cluster.physical_name)
         stack = ServingStack(f"{name}-serving", ServingStackArgs(
-            cluster=name, stack=spec.spec.stack, charts=foundation.charts, kai_queue=foundation.kai_queue,
-            install_charts=self.args.install_charts and not provided),
+            cluster=name, stack=spec.spec.stack, charts=charts, kai_queue=foundation.kai_queue,
+            install_charts=self.args.install_charts and not foundation.provided,
+            stack_objects=foundation.stack_objects() if render_dir else (),
+            chart_depends_on=cluster.chart_dependencies),
             pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=[cluster.namespace]))
+        if render_dir and not pulumi.runtime.is_dry_run():
+            # What `modelplane render` writes besides the manifests: the charts to install, the IAM
+            # the cluster-autoscaler needs (never at preview, which writes nothing).
+            try:
+                write_cluster_files(os.path.join(render_dir, name), foundation.stack_files())
+            except OSError as exc:
+                raise ResourceError(f"cannot write the serving stack's files under {render_dir}: "
+                                    f"{exc.strerror or exc}", cluster) from None
         base = ClusterReady((cluster.namespace, stack, *stack.ready))
 
         def register(fp: FleetPlan) -> ClusterReady:

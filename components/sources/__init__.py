@@ -3,7 +3,7 @@ creates: its kubeconfig (a secret Output) and the cache StorageClass to register
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -20,6 +20,12 @@ class ProvisionedCluster:
     # The ReadWriteMany StorageClass for ModelCache PVCs (modelplane.storage), registered on
     # the cluster's own provider; values may be Outputs (the EFS file system's id).
     storage_class: Manifest | None = None
+    # The cloud's name of the cluster (Pulumi's auto-name, unique per stack); None where no
+    # chart needs it.
+    physical_name: pulumi.Output[str] | None = None
+    # Chart name -> cloud resources its pods need before they are created (the serving stack
+    # installs the chart after them): e.g. the cluster-autoscaler's Pod Identity association.
+    chart_dependencies: dict[str, list[pulumi.Resource]] = field(default_factory=dict)
 
 
 def pool_provisioning(cluster: InferenceCluster, pool: NodePool, fleet: Fleet,

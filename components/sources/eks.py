@@ -20,8 +20,9 @@ Rules this follows (each has a contract test in tests/pulumi/test_cloud_contract
   with a mount target per private subnet open to NFS from the VPC, and the StorageClass
   modelplane.storage names.
 * Pools that can grow: their node groups' Auto Scaling groups carry the cluster-autoscaler's
-  discovery tags, and its service account gets a Pod Identity role with the actions its AWS
-  README lists (modelplane.clouds.aws; the chart itself is the serving stack's).
+  discovery tags with the cluster's physical name, and its service account gets a Pod Identity
+  role with the actions its AWS README lists (modelplane.clouds.aws; the chart itself is the
+  serving stack's, and waits for the association: `ProvisionedCluster.chart_dependencies`).
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ from components.labels import cloud_tags
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.clouds.aws import (
+    AUTOSCALER_ENABLED_TAG,
     AUTOSCALER_IAM_STATEMENTS,
     AUTOSCALER_NAMESPACE,
     AUTOSCALER_SERVICE_ACCOUNT,
     EFA_INTERFACES,
     autoscaled_pools,
-    autoscaler_discovery_tags,
+    autoscaler_cluster_tag,
     efa_instance_types,
     eks_pool_zones,
     eks_zones,
@@ -56,6 +58,7 @@ from modelplane.clouds.nodes import (
     provisioned_node_labels,
     provisioned_node_taints,
 )
+from modelplane.clouds.versions import cluster_version
 from modelplane.json_types import JsonObject
 from modelplane.render.storage_class import storage_class_manifest
 
@@ -221,7 +224,7 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
     node_role = settings.node_role_arn or _role(f"{name}-node", "ec2", NODE_POLICIES, opts, tags).arn
     private = [s.id for s in network.private.values()]
     cluster = aws.eks.Cluster(
-        name, role_arn=cluster_role, version=source.kubernetes_version or "1.35",
+        name, role_arn=cluster_role, version=cluster_version(spec),
         vpc_config=aws.eks.ClusterVpcConfigArgs(subnet_ids=[*private, *(s.id for s in network.public.values())],
                                                 endpoint_public_access=True, endpoint_private_access=True),
         access_config=aws.eks.ClusterAccessConfigArgs(authentication_mode="API",
@@ -234,9 +237,14 @@ def eks_cluster(name: str, spec: InferenceCluster, fleet: Fleet, settings: AwsAr
                                                           max_size=SYSTEM_POOL_MAX_NODES),
         labels=dict(SYSTEM_POOL_LABELS), tags=tags, opts=opts)
     groups = {pool.name: _gpu_node_group(name, pool, fleet, spec, cluster, node_role, network, opts) for pool in pools}
-    storage = _efs_storage(name, cluster, network, settings, opts, tags, system)
-    _autoscaling(name, spec, cluster, groups, opts, tags, system)
-    return ProvisionedCluster(kubeconfig(cluster, source.region), storage)
+    agent = aws.eks.Addon(f"{name}-pod-identity", cluster_name=cluster.name, addon_name="eks-pod-identity-agent",
+                          tags=tags, opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
+                              depends_on=[system])))
+    storage = _efs_storage(name, cluster, network, settings, opts, tags, agent)
+    association = _autoscaling(name, spec, cluster, groups, opts, tags, system, agent)
+    waits = {"cluster-autoscaler": [association]} if association is not None else {}
+    return ProvisionedCluster(kubeconfig(cluster, source.region), storage, physical_name=cluster.name,
+                              chart_dependencies=waits)
 
 
 def _first_asg(resources: list[aws.eks.outputs.NodeGroupResource] | None) -> str:
@@ -250,26 +258,34 @@ def _first_asg(resources: list[aws.eks.outputs.NodeGroupResource] | None) -> str
 
 
 def _autoscaling(name: str, spec: InferenceCluster, cluster: aws.eks.Cluster, groups: dict[str, aws.eks.NodeGroup],
-                 opts: pulumi.ResourceOptions, tags: dict[str, str], system: aws.eks.NodeGroup) -> None:
+                 opts: pulumi.ResourceOptions, tags: dict[str, str], system: aws.eks.NodeGroup,
+                 agent: aws.eks.Addon) -> aws.eks.PodIdentityAssociation | None:
     """Discovery tags on the Auto Scaling group of every pool that can grow, and the Pod Identity
     role the cluster-autoscaler acts with (kubernetes/autoscaler cluster-autoscaler/cloudprovider/
-    aws/README.md: "Auto-Discovery Setup", "Full Cluster Autoscaler Features Policy")."""
+    aws/README.md: "Auto-Discovery Setup", "Full Cluster Autoscaler Features Policy"). Returns the
+    association, which the chart must wait for: EKS injects Pod Identity credentials when a pod is
+    created, so a pod created before the association runs with the node role and stays denied."""
     growable = autoscaled_pools(spec)
     if not growable:
-        return
+        return None
+    # The cluster's own tag carries its physical name (cluster.name: `<name>-<suffix>`), which the
+    # chart is given too (components/fleet/base.py): a stack never discovers another stack's groups.
+    # Resource names stay as before (`<cluster>-<pool>-enabled`, `<cluster>-<pool>-<cluster>`).
+    cluster_tag = cluster.name.apply(autoscaler_cluster_tag)
     for pool in growable:
         asg = groups[pool.name].resources.apply(_first_asg)
-        for key, value in autoscaler_discovery_tags(name).items():
-            aws.autoscaling.Tag(f"{name}-{pool.name}-{key.rsplit('/', 1)[-1]}", autoscaling_group_name=asg,
+        for suffix, key, value in (("enabled", AUTOSCALER_ENABLED_TAG, "true"), (name, cluster_tag, "owned")):
+            aws.autoscaling.Tag(f"{name}-{pool.name}-{suffix}", autoscaling_group_name=asg,
                                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                                 opts=opts)
     role = _role(f"{name}-autoscaler", "pods", (), opts, tags)
     aws.iam.RolePolicy(f"{name}-autoscaler", role=role.id, opts=opts, policy=json.dumps(
         {"Version": "2012-10-17", "Statement": list(AUTOSCALER_IAM_STATEMENTS)}))
-    aws.eks.PodIdentityAssociation(
+    # After the Pod Identity agent add-on (_efs_storage) and the system nodes it runs on.
+    return aws.eks.PodIdentityAssociation(
         f"{name}-autoscaler", cluster_name=cluster.name, namespace=AUTOSCALER_NAMESPACE,
         service_account=AUTOSCALER_SERVICE_ACCOUNT, role_arn=role.arn, tags=tags,
-        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[system])))
+        opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[system, agent])))
 
 
 def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceCluster, cluster: aws.eks.Cluster,
@@ -302,9 +318,10 @@ def _gpu_node_group(name: str, pool: NodePool, fleet: Fleet, spec: InferenceClus
 
 
 def _efs_storage(name: str, cluster: aws.eks.Cluster, network: Network, settings: AwsArgs,
-                 opts: pulumi.ResourceOptions, tags: dict[str, str], system: aws.eks.NodeGroup) -> JsonObject:
-    """EFS for ModelCache PVCs: the file system, its mount targets, the CSI driver add-on
-    (after the system nodes that run its controller) and the StorageClass manifest."""
+                 opts: pulumi.ResourceOptions, tags: dict[str, str], agent: aws.eks.Addon) -> JsonObject:
+    """EFS for ModelCache PVCs: the file system, its mount targets, the CSI driver add-on (after
+    the Pod Identity agent, itself after the system nodes that run its controller) and the
+    StorageClass manifest."""
     fs = aws.efs.FileSystem(f"{name}-cache", encrypted=True, throughput_mode="elastic",
                             tags={**tags, "Name": f"{name}-cache"}, opts=opts)
     nfs = aws.ec2.SecurityGroup(f"{name}-nfs", vpc_id=network.vpc.id, description="NFS from the VPC to EFS",
@@ -315,9 +332,6 @@ def _efs_storage(name: str, cluster: aws.eks.Cluster, network: Network, settings
     targets = [aws.efs.MountTarget(f"{name}-cache-{zone}", file_system_id=fs.id, subnet_id=subnet.id,
                                    security_groups=[nfs.id], opts=opts)
                for zone, subnet in sorted(network.private.items())]
-    agent = aws.eks.Addon(f"{name}-pod-identity", cluster_name=cluster.name, addon_name="eks-pod-identity-agent",
-                          tags=tags, opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(
-                              depends_on=[system])))
     role = _role(f"{name}-efs-csi", "pods", (EFS_CSI_POLICY,), opts, tags)
     aws.eks.Addon(f"{name}-efs-csi", cluster_name=cluster.name, addon_name="aws-efs-csi-driver",
                   pod_identity_associations=[aws.eks.AddonPodIdentityAssociationArgs(

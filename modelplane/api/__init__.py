@@ -5,7 +5,15 @@ from .fleet import Fleet
 from .inference_class import InferenceClass
 from .inference_cluster import InferenceCluster, NodePool
 from .inference_gateway import InferenceGateway
-from .loader import KINDS, ManifestError, ManifestIssue, load_documents, load_manifest_text, load_manifests
+from .loader import (
+    KINDS,
+    ManifestError,
+    ManifestIssue,
+    load_documents,
+    load_manifest_bytes,
+    load_manifest_text,
+    load_manifests,
+)
 from .model_cache import ModelCache
 from .model_deployment import Engine, Member, ModelDeployment
 from .model_endpoint import ModelEndpoint
@@ -15,6 +23,6 @@ from .replica_autoscaler import ReplicaAutoscaler
 __all__ = [
     "API_VERSION", "Engine", "Fleet", "InferenceClass", "InferenceCluster", "InferenceGateway", "KINDS",
     "LabelSelector", "ManifestError", "ManifestIssue", "Member", "ModelCache", "ModelDeployment",
-    "ModelEndpoint", "ModelService", "NodePool", "ReplicaAutoscaler", "load_documents", "load_manifest_text",
-    "load_manifests",
+    "ModelEndpoint", "ModelService", "NodePool", "ReplicaAutoscaler", "load_documents", "load_manifest_bytes",
+    "load_manifest_text", "load_manifests",
 ]

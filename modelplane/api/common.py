@@ -114,6 +114,18 @@ def check_dns_subdomain(value: str, what: str = "name") -> str:
     return value
 
 
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+
+
+def check_secret_key(value: str, what: str) -> str:
+    """A key of a Secret's (or ConfigMap's) data: kubernetes/apimachinery pkg/util/validation
+    `IsConfigMapKey`: at most 253 of letters, digits, '-', '_', '.', and not '.' or '..'."""
+    if len(value) > 253 or not _SECRET_KEY.fullmatch(value) or value in (".", ".."):
+        raise ValueError(f"{what} {quoted(value)} is not a Secret data key; use at most 253 letters, digits, "
+                         "'-', '_' and '.' (e.g. 'apiKey')")
+    return value
+
+
 def check_label_value(value: str, what: str) -> str:
     if len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise ValueError(
@@ -215,6 +227,25 @@ class RequiredLabelSelector(LabelSelector):
 
 class NameRef(ApiModel):
     name: Annotated[str, Field(min_length=1)]
+
+
+class SecretDataRef(ApiModel):
+    """A Secret in the object's namespace and one key of its data, which the program references by
+    name (secretKeyRef) or creates: so both follow the Secret's rules (subclasses set the key's
+    default)."""
+
+    name: Annotated[str, Field(min_length=1)]
+    key: str
+
+    @field_validator("name")
+    @classmethod
+    def _secret_name(cls, value: str) -> str:
+        return check_dns_subdomain(value, "Secret name")
+
+    @field_validator("key")
+    @classmethod
+    def _data_key(cls, value: str) -> str:
+        return check_secret_key(value, "Secret data key")
 
 
 class SecretKeyRef(ApiModel):

@@ -12,10 +12,12 @@ from .common import (
     KindObject,
     LabelSelector,
     ObjectMeta,
+    check_dns1035_label,
     check_dns_label,
     check_label_value,
     check_unique,
     check_user_labels,
+    quoted,
 )
 
 SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBaremetal")
@@ -24,6 +26,8 @@ SOURCES = ("Kind", "EKS", "GKE", "Existing", "AKS", "Nebius", "Vultr", "VultrBar
 # site/content/docs/user/quick-start.md; v0.32.0 pkg/apis/config/defaults/image.go `Image`).
 DEFAULT_KIND_NODE_IMAGE = ("kindest/node:v1.36.1@sha256:"
                            "3489c7674813ba5d8b1a9977baea8a6e553784dab7b84759d1014dbd78f7ebd5")
+# A cluster's workload gateway is `<cluster>-gateway` (its Deployment, Service, ConfigMaps, Secrets).
+GATEWAY_SERVICE_SUFFIX = "-gateway"
 # Pulumi auto-names a resource `<name>-<7 random characters>`; an EKS node group's name (ours
 # are named `<cluster>-<pool>`) "can't be longer than 63 characters" (pulumi_aws eks NodeGroup
 # `node_group_name`, the EKS CreateNodegroup rule).
@@ -273,12 +277,24 @@ class InferenceClusterSpec(ApiModel):
 
 class ClusterMeta(ObjectMeta):
     """A cluster's name is the value of `modelplane.ai/cluster` on every object rendered for it
-    and the start of its node groups', node pools' and kind nodes' names: a DNS label."""
+    and the start of its node groups', node pools' and kind nodes' names: a DNS label. It also
+    names its workload gateway's Service, `<name>-gateway`, which Kubernetes requires to be a
+    DNS-1035 label (kubernetes/kubernetes pkg/apis/core/validation/validation.go
+    `ValidateServiceName = NameIsDNS1035Label`, in force on 1.35, the EKS default, where
+    RelaxedServiceNameValidation is alpha and off): so it starts with a letter and leaves room
+    for the suffix."""
 
     @field_validator("name")
     @classmethod
     def _dns_label(cls, value: str) -> str:
-        return check_dns_label(value, "metadata.name")
+        check_dns_label(value, "metadata.name")
+        service = f"the cluster's gateway Service ('<name>{GATEWAY_SERVICE_SUFFIX}')"
+        check_dns1035_label(value, "metadata.name", service)
+        longest = 63 - len(GATEWAY_SERVICE_SUFFIX)
+        if len(value) > longest:
+            raise ValueError(f"metadata.name {quoted(value)} is {len(value)} characters long; it names {service}, "
+                             f"which holds at most 63 characters, so the name may have at most {longest}")
+        return value
 
 
 class InferenceCluster(KindObject):

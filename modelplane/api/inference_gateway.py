@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .common import GATEWAY_HOSTNAME_PATTERN, ApiModel, KindObject, LabelSelector, NameRef
+from .common import GATEWAY_HOSTNAME_PATTERN, ApiModel, KindObject, LabelSelector, NameRef, check_dns_subdomain
 
 
 class Metallb(ApiModel):
@@ -49,6 +49,10 @@ class GatewayTls(ApiModel):
             raise ValueError("tls needs exactly one of certificateRefs (1 to 8 kubernetes.io/tls Secrets) "
                              "or selfSigned: true")
         names = [r.name for r in self.certificate_refs]
+        for i, name in enumerate(names):
+            # The name becomes a volume and a mountPath (/etc/traefik/tls/<name>): only a Secret
+            # name, which cannot hold '/' or '..', may.
+            check_dns_subdomain(name, f"tls.certificateRefs[{i}].name (a Secret name)")
         if len(set(names)) != len(names):
             raise ValueError("tls.certificateRefs names a Secret more than once")
         return self

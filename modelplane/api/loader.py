@@ -15,6 +15,8 @@ from pydantic_core import ErrorDetails
 from modelplane.gcpause import gc_paused
 from modelplane.limits import MAX_MANIFEST_FILE_BYTES, MAX_MANIFEST_FILES, MAX_MANIFEST_TOTAL_BYTES
 from modelplane.redact import secret_bearing
+from modelplane.suggest import did_you_mean
+from modelplane.words import counted
 
 from .common import API_VERSION, KindObject, quoted, shortened
 from .fleet import Fleet
@@ -49,10 +51,16 @@ class ManifestIssue:
     line: int | None = None   # 1-based line in the file, where known
 
     def __str__(self) -> str:
+        what = f"{self.kind} {self.name}".strip()
+        if not what and not self.path:
+            # About the file or directory itself, or its YAML: "fleet.yaml, line 5: ..." (the document
+            # only when the file holds several), "examples/x: no such file or directory".
+            where = self.file + (f", document {self.index}" if self.index else "") + (
+                f", line {self.line}" if self.line else "")
+            return f"{where}: {self.message}"
         where = f"{self.file}, document {self.index}" + (f", line {self.line}" if self.line else "")
-        what = f"{self.kind} {self.name}".strip() or "document"
         field = f" at {self.path}" if self.path else ""
-        return f"{where} ({what}){field}: {self.message}"
+        return f"{where} ({what or 'document'}){field}: {self.message}"
 
 
 class ManifestError(ValueError):
@@ -60,7 +68,8 @@ class ManifestError(ValueError):
 
     def __init__(self, issues: list[ManifestIssue]) -> None:
         self.issues = issues
-        lines = [f"{len(issues)} invalid manifest field(s); nothing was applied:"] + [f"  - {i}" for i in issues]
+        lines = [f"{counted(len(issues), 'problem')} in the manifests; nothing was applied:"]
+        lines += [f"  - {i}" for i in issues]
         super().__init__("\n".join(lines))
 
 
@@ -161,6 +170,17 @@ def _parse(text: str, source: str) -> list[tuple[str, int, object]]:
 def load_manifest_text(text: str, source: str = "<string>") -> Fleet:
     with gc_paused():
         return _build(_parse(text, source), [])
+
+
+def load_manifest_bytes(data: bytes, source: str) -> Fleet:
+    """Manifests read from a stream (`plan -` reads stdin): bounded and decoded as one file is.
+    `data` may be one byte longer than a file may be, which says it was cut."""
+    if len(data) > MAX_MANIFEST_FILE_BYTES:
+        raise ManifestError([_file_issue(source, f"larger than {MAX_MANIFEST_FILE_BYTES} bytes (see "
+                                         "modelplane/limits.py); split the fleet into files in a directory")])
+    if not data.strip():
+        raise ManifestError([_file_issue(source, "no manifests: the input is empty")])
+    return load_manifest_text(_decode_utf8(data, source), source)
 
 
 def load_documents(documents: list[dict[str, Any]], source: str = "<inputs>") -> Fleet:
@@ -320,7 +340,8 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
             if pool.class_name and pool.class_name not in fleet.classes:
                 known = ", ".join(fleet.classes) or "none defined"
                 issue(cluster, f"spec.nodePools[{i}].className",
-                      f"InferenceClass {pool.class_name!r} does not exist (known: {known}); add it or fix the name")
+                      f"InferenceClass {pool.class_name!r} does not exist (known: {known})"
+                      f"{did_you_mean(pool.class_name, fleet.classes)}; add it or fix the name")
     for budget in fleet.budgets.values():
         for path, message in budget.unknown_device_classes(fleet.classes.values()):
             issue(budget, path, message)
@@ -328,8 +349,9 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
         name = gateway.spec.cluster_name
         if name and name not in fleet.clusters:
             issue(gateway, "spec.clusterName",
-                  f"InferenceCluster {name!r} does not exist (known: {', '.join(fleet.clusters) or 'none defined'}); "
-                  "the gateway runs on that cluster, so define it or fix the name")
+                  f"InferenceCluster {name!r} does not exist (known: {', '.join(fleet.clusters) or 'none defined'})"
+                  f"{did_you_mean(name, fleet.clusters)}; the gateway runs on that cluster, so define it or fix "
+                  "the name")
     if len(fleet.gateways) > 1:
         gateway = next(iter(fleet.gateways.values()))
         issue(gateway, "metadata.name",
@@ -338,10 +360,18 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
     for dep in fleet.deployments.values():
         spec = dep.spec.template.spec
         if spec.model_cache_ref and fleet.cache_for(dep) is None:
+            ref = spec.model_cache_ref.name
+            same = [n for ns, n in fleet.caches if ns == dep.metadata.namespace]
             issue(dep, "spec.template.spec.modelCacheRef.name",
-                  f"ModelCache {dep.metadata.namespace}/{spec.model_cache_ref.name} does not exist; "
+                  f"ModelCache {dep.metadata.namespace}/{ref} does not exist (in namespace {dep.metadata.namespace}: "
+                  f"{', '.join(sorted(same)) or 'none'}){did_you_mean(ref, same)}; "
                   "define it in the same namespace or remove modelCacheRef")
         issues.extend(_cel_issues(fleet, dep))
+    # Deferred: the cloud rules import the API (this module's package).
+    from modelplane.clouds.versions import version_issues
+
+    for cluster, path, message in version_issues(fleet):
+        issue(cluster, path, message)
     sources = {key: fleet.source_of(scaler) for key, scaler in fleet.autoscalers.items()}
     for scaler, path, message in target_problems(fleet.autoscalers, fleet.deployments, sources):
         issue(scaler, path, message)
@@ -366,6 +396,5 @@ def _cel_issues(fleet: Fleet, dep: ModelDeployment) -> list[ManifestIssue]:
                                 f".devices[{r}].selectors[{s}].cel")
                         out.append(ManifestIssue(
                             file, int(index or 0), dep.kind, _display(dep), path,
-                            f"engine {engine.name!r} member {member.role} request {request.name!r}: "
-                            f"invalid CEL selector: {exc}"))
+                            f"engine {engine.name!r} member {member.role} request {request.name!r}: {exc}"))
     return out

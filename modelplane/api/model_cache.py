@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from modelplane.redact import url_secret_problem
 
-from .common import ApiModel, KindObject, LabelledObjectMeta, LabelSelector
+from .common import ApiModel, KindObject, LabelledObjectMeta, LabelSelector, SecretDataRef
 
 # A Hugging Face repo id, `name` or `namespace/name` (huggingface_hub's validate_repo_id:
 # letters, digits, '-', '_', '.', at most 96 characters a part, no '--' or '..').
@@ -19,8 +19,9 @@ _REPO_FIX = ("use the repo id `hf download` takes, e.g. Qwen/Qwen3-0.6B, and put
              "repo in a Secret referenced by huggingFace.authSecret {name, key: HF_TOKEN}")
 
 
-class AuthSecret(ApiModel):
-    name: Annotated[str, Field(min_length=1)]
+class AuthSecret(SecretDataRef):
+    """The Hugging Face token's Secret; the staging Job reads `key` from it (modelplane.render.cache)."""
+
     key: str = "HF_TOKEN"
 
 
@@ -50,6 +51,9 @@ class ModelCacheSpec(ApiModel):
     source: Literal["HuggingFace"]
     hugging_face: HuggingFace | None = None
     cluster_selector: LabelSelector | None = None
+    # The image the staging Job runs `hf download` in and engine pods wait in; it must carry the
+    # `hf` CLI (huggingface_hub >= 0.34) and /bin/sh. Default: modelplane.render.cache.STAGING_IMAGE.
+    staging_image: Annotated[str, Field(min_length=1, max_length=512)] | None = None
 
     @model_validator(mode="after")
     def _block(self) -> ModelCacheSpec:

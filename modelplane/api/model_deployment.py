@@ -188,6 +188,9 @@ class Toleration(ApiModel):
 
 class Serving(ApiModel):
     mode: Literal["Unified", "PrefillDecode"] = "Unified"
+    # PrefillDecode: the image of the P/D router put in front of the phases (a mirror, say, in a
+    # VPC without egress); default per engine family (modelplane.render.pd_router.ROUTERS).
+    router_image: Annotated[str, Field(min_length=1, max_length=512)] | None = None
 
 
 class DeploymentSpecInner(ApiModel):

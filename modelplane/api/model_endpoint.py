@@ -14,7 +14,7 @@ from pydantic import Field, field_validator, model_validator
 
 from modelplane.redact import redact_url, url_secret_problem
 
-from .common import ApiModel, KindObject, quoted
+from .common import ApiModel, KindObject, SecretDataRef, quoted
 
 
 class EndpointApi(ApiModel):
@@ -22,8 +22,10 @@ class EndpointApi(ApiModel):
     prefix: Annotated[str, Field(pattern=r"^/")] = "/v1"
 
 
-class SecretRefWithKey(ApiModel):
-    name: Annotated[str, Field(min_length=1)]
+class SecretRefWithKey(SecretDataRef):
+    """The program names the gateway's egress Secret `egress.<namespace>.<name>` after it and
+    reads `key` from it (modelplane.render.gateway)."""
+
     key: str = "apiKey"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -26,9 +27,18 @@ class ServiceEntry(ApiModel):
         return None if value is None else check_dns_label(value, "endpoint entry name")
 
 
+_DURATION_PART = re.compile(r"([0-9]+)(ms|h|m|s)")
+_UNIT_SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
 class Timeouts(ApiModel):
     request: Annotated[str, Field(pattern=_DURATION)] = "300s"
     idle: Annotated[str, Field(pattern=_DURATION)] = "60s"
+
+    @property
+    def request_seconds(self) -> float:
+        """`request` in seconds (`1h30m` is 5400)."""
+        return sum(int(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION_PART.findall(self.request))
 
 
 Caller = Annotated[str, Field(pattern=CALLER_PATTERN)]
@@ -57,5 +67,10 @@ class ModelServiceSpec(ApiModel):
 class ModelService(KindObject):
     kind: Literal["ModelService"]
     spec: ModelServiceSpec
+
+    @property
+    def request_timeout_seconds(self) -> float:
+        """How long one request may take (spec.timeouts.request, default 300s)."""
+        return (self.spec.timeouts or Timeouts()).request_seconds
 
     NAMESPACED: ClassVar[bool] = True

@@ -17,6 +17,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from modelplane.suggest import did_you_mean
+
 from .common import (
     ApiModel,
     KindObject,
@@ -159,9 +161,9 @@ class FleetBudget(KindObject):
                          if d.claim == "DRA" and d.device_class_name})
         known = ", ".join(in_use) or "none: the fleet declares no DRA device"
         return [(f"spec.deviceClassNames[{i}]",
-                 f"no InferenceClass of the fleet has a DRA device of DeviceClass {name!r} (in use: {known}), so "
-                 "this budget would count no device and limit nothing; fix the name, or remove it to count "
-                 "every DRA device")
+                 f"no InferenceClass of the fleet has a DRA device of DeviceClass {name!r} (in use: {known})"
+                 f"{did_you_mean(name, in_use)}, so this budget would count no device and limit nothing; fix the "
+                 "name, or remove it to count every DRA device")
                 for i, name in enumerate(self.spec.device_class_names) if name not in in_use]
 
 

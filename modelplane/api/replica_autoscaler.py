@@ -30,6 +30,8 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from modelplane.suggest import did_you_mean
+
 from .common import ApiModel, KindObject, check_dns_subdomain, check_unique
 from .model_deployment import MAX_REPLICAS, ModelDeployment
 from .placement import FLEET_BUDGET_API_VERSION
@@ -207,10 +209,11 @@ def target_problems(autoscalers: Mapping[Key, ReplicaAutoscaler], deployments: M
         scaler = autoscalers[key]
         target = scaler.target_key
         if target not in deployments:
-            known = ", ".join(n for ns, n in sorted(deployments) if ns == target[0]) or "none"
+            same = [n for ns, n in sorted(deployments) if ns == target[0]]
             out.append((scaler, "spec.scaleTargetRef.name",
                         f"ModelDeployment {target[0]}/{target[1]} does not exist (deployments in namespace "
-                        f"{target[0]}: {known}); name a ModelDeployment of the autoscaler's own namespace"))
+                        f"{target[0]}: {', '.join(same) or 'none'}){did_you_mean(target[1], same)}; "
+                        "name a ModelDeployment of the autoscaler's own namespace"))
         elif target in first:
             other_key, other = first[target]
             out.append((scaler, "spec.scaleTargetRef.name",

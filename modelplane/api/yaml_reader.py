@@ -154,7 +154,12 @@ def _syntax_error(exc: yaml.YAMLError, index: int, text: str) -> YamlInputError:
     context = getattr(exc, "context", None)
     line = int(mark.line) + 1 if mark is not None else None
     where = f" (column {int(mark.column) + 1})" if mark is not None else ""
-    text = f"not valid YAML: {problem}{where}" + (f", {context}" if context else "")
+    started = getattr(exc, "context_mark", None)
+    # Where what the problem interrupts began (an unclosed quote or bracket), when that is an
+    # earlier line than where the parser noticed: the line to look at first.
+    begun = (f" that starts at line {int(started.line) + 1}" if context and started is not None and line is not None
+             and int(started.line) + 1 < line else "")
+    text = f"not valid YAML: {problem}{where}" + (f", {context}{begun}" if context else "")
     return YamlInputError(text, index, line)
 
 

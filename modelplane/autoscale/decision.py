@@ -162,6 +162,7 @@ def decide(autoscaler: ReplicaAutoscaler, current: int, readings: Mapping[str, R
     spec = autoscaler.spec
     low, high = spec.min_replicas, spec.max_replicas
     up, down = behavior_of(autoscaler)
+    history = history.clamped(now)
     if current == 0 and low > 0:
         why = (f"replicas is 0 and minReplicas is {low}: the deployment is parked; set spec.replicas "
                "to 1 or more, or minReplicas: 0, to let the autoscaler run it")

@@ -18,6 +18,7 @@ Prometheus, or from local engines: modelplane.autoscale.scraped).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +71,10 @@ ENGINE_METRICS: Mapping[str, Mapping[str, Series]] = {
 }
 
 
+# Every series any engine table reads: the only families a pod's /metrics is parsed for.
+SERIES_NAMES = frozenset(s.name for table in ENGINE_METRICS.values() for s in table.values())
+
+
 @dataclass(frozen=True)
 class PodMetrics:
     """One engine pod's /metrics: parsed, or why it could not be (never its content)."""
@@ -109,12 +114,22 @@ def replica_value(type_: str, series: Series, replica: ReplicaMetrics, percentil
             buckets = window(_buckets(pod, series), replica.previous.get(i, {}).get(series.name))
             for bound, count in buckets:
                 merged[bound] = merged.get(bound, 0.0) + count
-        value = quantile((percentile or 0.0) / 100, tuple(sorted(merged.items())))
+        found = quantile((percentile or 0.0) / 100, tuple(sorted(merged.items())))
         # No first token in the interval: nothing waited for one.
-        return 0.0 if value is None else value
-    values = [_gauge(pod, series) for pod in replica.pods]
-    total = sum(values)
-    value = total / len(values) if series.combine == MEAN else total
+        value = 0.0 if found is None else found
+    else:
+        values = [_gauge(pod, series) for pod in replica.pods]
+        total = sum(values)
+        value = total / len(values) if series.combine == MEAN else total
+    return _bounded(type_, series, value)
+
+
+def _bounded(type_: str, series: Series, value: float) -> float:
+    """A replica's value as a reading may hold it, whether a gauge or a histogram's percentile
+    gave it: finite, >= 0 and within its type's bound (a 9e19 s TTFT would ask for maxReplicas)."""
+    if not math.isfinite(value) or value < 0:
+        raise ExpositionError(f"{series.name} gives {'NaN' if math.isnan(value) else f'{value:g}'}, not a finite "
+                              "number >= 0")
     if value > METRIC_VALUE_MAX[type_]:
         raise ExpositionError(f"{series.name} is {value:g}, above the {METRIC_VALUE_MAX[type_]:g} a {type_} "
                               "reading may hold")
@@ -193,5 +208,5 @@ def replica_readings(autoscaler: ReplicaAutoscaler, engine: str, replicas: Seque
     return out
 
 
-__all__ = ["DEFAULT_ENGINE", "ENGINE_METRICS", "SGLANG", "VLLM", "PodMetrics", "ReplicaMetrics", "Series",
-           "engine_of", "replica_idle", "replica_readings", "replica_value"]
+__all__ = ["DEFAULT_ENGINE", "ENGINE_METRICS", "SERIES_NAMES", "SGLANG", "VLLM", "PodMetrics", "ReplicaMetrics",
+           "Series", "engine_of", "replica_idle", "replica_readings", "replica_value"]

@@ -4,7 +4,8 @@ and its `scaleUpEvents` / `scaleDownEvents` (for the step policies), which HPA k
 controller's memory (pkg/controller/podautoscaler/horizontal.go).
 
 Bounded: entries older than every window and period are dropped on each decision, and
-at most MAX_ENTRIES of each list are kept (the newest). Read back from state, anything
+at most MAX_ENTRIES of each list are kept (the newest); an entry stamped in the future counts
+as stamped now (`clamped`). Read back from state, anything
 malformed is a HistoryFormatError naming the JSON path, never a traceback.
 """
 
@@ -48,6 +49,17 @@ class History:
         """HPA's first sight of an autoscaler (recordInitialRecommendation): the current
         count is the first recommendation, so the first scale-down waits a whole window."""
         return cls(recommendations=(Recommendation(now, current),))
+
+    def clamped(self, now: float) -> History:
+        """Every entry stamped after `now` stamped `now` (a clock set back, or a hand-edited
+        state): a recommendation from the future would hold the scale-down window until it
+        passed, an hour or a year later."""
+        if all(r.at <= now for r in self.recommendations) and all(e.at <= now for e in (*self.scale_up,
+                                                                                       *self.scale_down)):
+            return self
+        return History(tuple(Recommendation(min(r.at, now), r.replicas) for r in self.recommendations),
+                       tuple(ScaleEvent(min(e.at, now), e.change) for e in self.scale_up),
+                       tuple(ScaleEvent(min(e.at, now), e.change) for e in self.scale_down))
 
     def to_json(self) -> JsonObject:
         return {

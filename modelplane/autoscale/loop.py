@@ -32,13 +32,14 @@ from dataclasses import dataclass
 from modelplane.api import Fleet
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
 from modelplane.json_types import JsonObject
+from modelplane.redact import outside_text
 from modelplane.scheduler import FleetPlacement
 
 from . import conditions as c
 from .decision import Decision, decide
 from .history import History
 from .placement import ScalingOutcome, outcomes, scaled_fleet
-from .readings import MetricsSource
+from .readings import MetricsSource, Reading, Unreadable
 from .state import AutoscalerState, Draining, Held, ScaleRecord, ScalingState
 
 # A decision with one of these reasons acted on no metric: the state says so (AutoscalerState.held).
@@ -95,8 +96,18 @@ def decide_all(fleet: Fleet, source: MetricsSource, state: ScalingState, previou
         current = current_of(fleet, scaler, state, previous)
         kept = state.autoscalers.get(key)
         history = kept.history if kept is not None else History.seeded(current, now)
-        out[key] = decide(scaler, current, source.read(scaler, current, now), history, now)
+        out[key] = decide(scaler, current, _read(source, scaler, current, now), history, now)
     return out
+
+
+def _read(source: MetricsSource, scaler: ReplicaAutoscaler, current: int, now: float) -> Mapping[str, Reading]:
+    """The source's readings for one autoscaler; a reading it could not build (a value out of
+    bounds) makes that autoscaler's metrics unreadable, with the reason, and no other's."""
+    try:
+        return source.read(scaler, current, now)
+    except ValueError as exc:
+        why = outside_text(exc, limit=300)
+        return {m.type: Unreadable(f"the metrics source gave no usable reading ({why})") for m in scaler.spec.metrics}
 
 
 def _revive(previous: PlacementJson | None, draining: tuple[Draining, ...],
@@ -135,7 +146,9 @@ def scale_fleet(fleet: Fleet, state: ScalingState, source: MetricsSource, now: f
                 drained: Callable[[Draining], bool]) -> Cycle:
     """One pass (the module's docstring). `previous`: the last placement document (or None);
     `place(fleet, previous)` returns the new placement document; `drained(d)`: whether a
-    replica out of the routes since `d.since` may be deleted now."""
+    replica out of the routes since `d.since` may be deleted now. Times `state` holds from after
+    `now` count as `now` (ScalingState.clamped)."""
+    state = state.clamped(now)
     before = FleetPlacement.from_json(previous) if previous else None
     decisions = decide_all(fleet, source, state, before, now)
     revived_previous, revived = _revive(previous, state.draining, decisions)

@@ -24,6 +24,7 @@ from modelplane.api.replica_autoscaler import METRIC_TYPES, METRIC_UNITS, METRIC
 from modelplane.json_files import read_json
 from modelplane.json_types import JsonValue
 from modelplane.limits import MAX_METRICS_FILE_DEPLOYMENTS
+from modelplane.suggest import did_you_mean
 
 Key = tuple[str, str]
 
@@ -130,9 +131,10 @@ class FileMetricsSource:
         for key in sorted(self.values):
             scaler = by_target.get(key)
             if scaler is None:
-                scaled = ", ".join(f"{ns}/{n}" for ns, n in sorted(by_target)) or "none"
+                scaled = [f"{ns}/{n}" for ns, n in sorted(by_target)]
                 raise ValueError(f"{self.path}: {key[0]}/{key[1]} has no ReplicaAutoscaler (autoscaled "
-                                 f"deployments: {scaled}); add one or remove the entry")
+                                 f"deployments: {', '.join(scaled) or 'none'})"
+                                 f"{did_you_mean(f'{key[0]}/{key[1]}', scaled)}; add one or remove the entry")
             used = [m.type for m in scaler.spec.metrics]
             for type_ in sorted(self.values[key]):
                 if type_ not in used:

@@ -16,16 +16,18 @@ are serving at full load there).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from modelplane.api import Fleet
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
+from modelplane.limits import MAX_METRICS_PARSE_SECONDS
 from modelplane.observe.metrics import ClusterMetrics, MetricsReading, PodScrape
 from modelplane.observe.read import NotRead, Unreachable
 from modelplane.scheduler import FleetPlacement
 
-from .engines import PodMetrics, ReplicaMetrics, engine_of, replica_readings
+from .engines import SERIES_NAMES, PodMetrics, ReplicaMetrics, engine_of, replica_readings
 from .exposition import Buckets, Exposition, ExpositionError, buckets_of, parse
 from .readings import Reading, Unreadable
 
@@ -56,12 +58,15 @@ class ScrapedMetricsSource:
         return replica_readings(autoscaler, engine_of(self.fleet.deployments[key]), metrics, now)
 
 
-def from_pods(placement: FleetPlacement | None, readings: Mapping[str, MetricsReading]
+def from_pods(placement: FleetPlacement | None, readings: Mapping[str, MetricsReading],
+              budget: float = MAX_METRICS_PARSE_SECONDS, clock: Callable[[], float] = time.monotonic
               ) -> tuple[dict[str, ReplicaMetrics], dict[str, str]]:
     """What modelplane.observe.metrics read, per placed replica (by name): ready when every
     serving pod of it that was listed is Ready (and one was), its pods' parsed /metrics (or
     why not) and the earlier read of each for the histograms' interval; and, per cluster that
-    could not be read, why."""
+    could not be read, why. Only the engines' series are parsed (engines.SERIES_NAMES), all
+    the pods within `budget` seconds: a pod left unparsed by then is missing, saying so."""
+    deadline = clock() + budget
     failed = {c: r.reason for c, r in readings.items() if isinstance(r, (Unreachable, NotRead))}
     by_key: dict[tuple[str, str, str, int], list[PodScrape]] = {}
     for reading in readings.values():
@@ -77,19 +82,19 @@ def from_pods(placement: FleetPlacement | None, readings: Mapping[str, MetricsRe
                 continue                                          # not ready (NOT_SEEN)
             metrics, previous = [], {}
             for i, pod in enumerate(pods):
-                metrics.append(_parsed(pod))
+                metrics.append(_parsed(pod, deadline, clock))
                 if pod.before is not None:
                     with contextlib.suppress(ExpositionError):     # no interval then: the whole history
-                        previous[i] = histograms(parse(pod.before))
+                        previous[i] = histograms(parse(pod.before, SERIES_NAMES, deadline, clock))
             out[r.name] = ReplicaMetrics(ready=True, pods=metrics, previous=previous)
     return out, failed
 
 
-def _parsed(pod: PodScrape) -> PodMetrics:
+def _parsed(pod: PodScrape, deadline: float, clock: Callable[[], float]) -> PodMetrics:
     if pod.body is None:
         return PodMetrics(error=pod.error or "the pod's /metrics could not be read")
     try:
-        return PodMetrics(parse(pod.body))
+        return PodMetrics(parse(pod.body, SERIES_NAMES, deadline, clock))
     except ExpositionError as exc:
         return PodMetrics(error=str(exc))
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from modelplane.api.model_deployment import MAX_REPLICAS
 from modelplane.json_types import JsonObject, JsonValue
@@ -118,6 +118,14 @@ class ScalingState:
     def to_json(self) -> JsonObject:
         return {"autoscalers": {f"{ns}/{name}": s.to_json() for (ns, name), s in sorted(self.autoscalers.items())},
                 "draining": [d.to_json() for d in self.draining]}
+
+    def clamped(self, now: float) -> ScalingState:
+        """Every time stamped after `now` stamped `now` (History.clamped; a replica draining
+        "since" the future would never drain, a last scale from the future would hide the next)."""
+        scalers = {k: replace(s, history=s.history.clamped(now),
+                              last_scale=replace(s.last_scale, at=min(s.last_scale.at, now))
+                              if s.last_scale is not None else None) for k, s in self.autoscalers.items()}
+        return ScalingState(scalers, tuple(replace(d, since=min(d.since, now)) for d in self.draining))
 
     def draining_of(self) -> dict[Key, list[PlacedReplica]]:
         """(namespace, deployment) -> its replicas draining."""

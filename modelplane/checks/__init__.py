@@ -16,16 +16,19 @@ from . import (  # noqa: F401  (importing registers the checks, in this order)
     cache_revision,
     nixl,
     fabric,
+    pcie_alignment,
     replicas_scheduled,
     pool_label,
     declared_capacity,
     kind_node_image,
+    kind_node_digest,
     cloud_pools,
     modelexpress,
     sglang,
     secrets,
     gateway_exposure,
     variables,
+    references,
 )
 from modelplane.api import Fleet
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet

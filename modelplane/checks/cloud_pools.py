@@ -130,23 +130,46 @@ def check_efa_device_class(ctx: CheckContext) -> Iterable[Finding]:
                               f"claims never allocate. Fix: deviceClassName: {EFA_DEVICE_CLASS}.")
 
 
-@register(POLICY_SCALE_FROM_ZERO, ADVISORY, "The cluster-autoscaler cannot grow an EKS DRA pool from zero nodes: "
-          "keep minNodeCount at 1 or more")
+def _autoscaled_minimums(cluster: InferenceCluster) -> Iterable[tuple[NodePool, int, str]]:
+    """(pool, the fewest nodes it may shrink to, who resizes it) for every GPU pool an autoscaler
+    resizes: the cluster-autoscaler on EKS (min = minNodeCount, else nodeCount), GKE's own on GKE
+    (total_min_node_count = minNodeCount, else 0: modelplane.clouds.gcp.gke_pool_size)."""
+    if cluster.source == "EKS":
+        for pool in autoscaled_pools(cluster):
+            yield pool, node_group_scaling(pool).min_size, "the cluster-autoscaler"
+    elif cluster.source == "GKE":
+        for pool in cluster.gpu_pools:
+            if not pool.max_node_count:
+                continue
+            try:
+                size = gke_pool_size(pool)
+            except ValueError:
+                continue        # gke-pool-size reports it
+            if size.total_min is not None:
+                yield pool, size.total_min, "GKE's cluster autoscaler"
+
+
+@register(POLICY_SCALE_FROM_ZERO, ADVISORY, "The cluster-autoscaler cannot grow an EKS or GKE DRA pool from zero "
+          "nodes: keep minNodeCount at 1 or more")
 def check_scale_from_zero(ctx: CheckContext) -> Iterable[Finding]:
     """kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md: at zero nodes the
     autoscaler builds the group's node from its tags and the EKS DescribeNodegroup API, which say
     nothing of the DRA devices a driver would publish; the reference tracks the same limit
-    (modelplane issue #345, "keep minNodeCount >= 1")."""
+    (modelplane issue #345, "keep minNodeCount >= 1"). On GKE the same: cloudprovider/gce/
+    gce_cloud_provider.go `TemplateNodeInfo` builds the template node from the MIG's instance
+    template and passes no ResourceSlices (`framework.NewNodeInfo(node, nil, ...)`, as
+    aws_cloud_provider.go does), and a GKE pool's minimum defaults to 0 (issue 27 item 7). The
+    policy keeps its first name so existing configs still address it."""
     for cluster in ctx.fleet.clusters.values():
-        for pool in autoscaled_pools(cluster):
+        for pool, low, who in _autoscaled_minimums(cluster):
             klass = ctx.fleet.classes.get(pool.class_name or "")
-            if node_group_scaling(pool).min_size > 0 or klass is None or not any(
-                    d.claim == "DRA" for d in klass.spec.devices):
+            if low > 0 or klass is None or not any(d.claim == "DRA" for d in klass.spec.devices):
                 continue
             i = cluster.spec.node_pools.index(pool)
+            default = " (unset on GKE means 0)" if cluster.source == "GKE" and pool.min_node_count is None else ""
             yield Finding(POLICY_SCALE_FROM_ZERO, ADVISORY, ctx.ref(cluster), f"spec.nodePools[{i}].minNodeCount",
-                          f"pool {pool.name!r} may shrink to zero nodes, and from zero the cluster-autoscaler cannot "
-                          f"see the DRA devices class {klass.metadata.name}'s nodes publish, so replicas placed there "
+                          f"pool {pool.name!r} may shrink to zero nodes{default}, and from zero {who} cannot see "
+                          f"the DRA devices class {klass.metadata.name}'s nodes publish, so replicas placed there "
                           "stay Pending instead of growing it. Fix: minNodeCount: 1 (or more).")
 
 

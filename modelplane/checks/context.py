@@ -45,3 +45,14 @@ class CheckContext:
 
     def option(self, policy: str, key: str, default: JsonValue = None) -> JsonValue:
         return (self.options.get(policy) or {}).get(key, default)
+
+
+def split_ref(resource: str) -> tuple[str, str, str]:
+    """(object, file, document) of a finding's resource as `CheckContext.ref` wrote it:
+    `("ModelService/ml-team/chat", "examples/kind/models.yaml", "2")`; file and document are ''
+    where the resource names no manifest."""
+    text, sep, rest = resource.partition(" (")
+    if not sep or not rest.endswith(")"):
+        return resource, "", ""
+    file, _, index = rest[:-1].rpartition("#")
+    return (text, file, index) if file and index.isdigit() else (resource, "", "")

@@ -1,6 +1,10 @@
-"""Two policies on the control-plane gateway (the InferenceGateway):
+"""Policies on what carries an API key in clear text, and on the control-plane gateway:
 
 * gateway-auth-needs-tls (mandatory): caller keys without HTTPS travel in clear text;
+* endpoint-key-needs-tls (mandatory): a hand-written ModelEndpoint whose provider key would be
+  sent (`Authorization: Bearer`) to an `http://` origin or url;
+* gateway-redirect-with-keys (advisory): `plainHttp: Redirect` with caller keys: a client that
+  calls `http://` sends its key in clear before it is redirected;
 * gateway-exposed (advisory): a gateway reachable from anywhere (a LoadBalancer) without
   HTTPS or without caller keys.
 
@@ -18,6 +22,8 @@ from .findings import ADVISORY, MANDATORY, Finding
 from .registry import register
 
 AUTH_NEEDS_TLS = "gateway-auth-needs-tls"
+ENDPOINT_KEY_NEEDS_TLS = "endpoint-key-needs-tls"
+REDIRECT_WITH_KEYS = "gateway-redirect-with-keys"
 EXPOSED = "gateway-exposed"
 SERVICE_TYPE = "kubernetes:core/v1:Service"
 
@@ -45,6 +51,31 @@ def auth_needs_tls(ctx: CheckContext) -> Iterable[Finding]:
         yield Finding(AUTH_NEEDS_TLS, MANDATORY, ctx.ref(gw), "spec.auth",
                       "callers' API keys would travel in clear text: anyone on the path can read and replay "
                       "them. Fix: add spec.tls (certificateRefs, or selfSigned on kind/sim/render).")
+
+
+@register(ENDPOINT_KEY_NEEDS_TLS, MANDATORY, "a ModelEndpoint's provider API key only over HTTPS")
+def endpoint_key_needs_tls(ctx: CheckContext) -> Iterable[Finding]:
+    for _, ep in sorted(ctx.fleet.endpoints.items()):
+        spec = ep.spec
+        target = spec.origin or spec.url or ""
+        if spec.api_key_secret is None or not target.lower().startswith("http://"):
+            continue
+        field = "spec.origin" if spec.origin else "spec.url"
+        yield Finding(ENDPOINT_KEY_NEEDS_TLS, MANDATORY, ctx.ref(ep), field,
+                      f"the provider's API key (Secret {spec.api_key_secret.name}) would be sent as "
+                      "`Authorization: Bearer` over plain http: anyone on the path can read and reuse it. "
+                      f"Fix: use the provider's https:// {field.removeprefix('spec.')}, or remove the credential.")
+
+
+@register(REDIRECT_WITH_KEYS, ADVISORY, "plain HTTP is refused, not redirected, when callers send API keys")
+def redirect_with_keys(ctx: CheckContext) -> Iterable[Finding]:
+    gw = _gateway(ctx.fleet)
+    if gw is None or gw.spec.auth is None or gw.spec.tls is None or gw.spec.tls.plain_http != "Redirect":
+        return
+    yield Finding(REDIRECT_WITH_KEYS, ADVISORY, ctx.ref(gw), "spec.tls.plainHttp",
+                  "a client that calls http:// sends its API key in clear text before the gateway redirects it "
+                  "to https (the redirect comes too late to protect it). Fix: plainHttp: Refuse, so such a "
+                  "client fails at once instead of leaking its key.")
 
 
 @register(EXPOSED, ADVISORY, "a LoadBalancer control-plane gateway has HTTPS and caller API keys")

@@ -1,21 +1,25 @@
-"""SGLang engines: they must serve on the port the program routes to, and PrefillDecode with
+"""SGLang engines: they must serve on the port the program routes to, PrefillDecode with
 SGLang needs both phases SGLang so the program can put SGLang's PD router in front (its
-decode servers answer requests without a bootstrap room with 400: modelplane.render.pd_router)."""
+decode servers answer requests without a bootstrap room with 400: modelplane.render.pd_router),
+and an autoscaled one must serve /metrics, which SGLang does only with `--enable-metrics`
+(the renderer adds it to command lines it owns: modelplane.render.engine.needs_metrics_flag)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from modelplane.render.engine import SGLANG_METRICS_FLAG, needs_metrics_flag
 from modelplane.render.meta import ENGINE_PORT
 from modelplane.render.pd_router import engine_family
 
 from .context import CheckContext
-from .engine_args import flag_value
+from .engine_args import flag_value, tokens
 from .findings import MANDATORY, Finding
 from .registry import register
 
 POLICY_PD = "sglang-prefill-decode"
 POLICY_PORT = "sglang-port"
+POLICY_METRICS = "sglang-metrics"
 SGLANG_DEFAULT_PORT = 30000
 
 
@@ -69,3 +73,26 @@ def check_port(ctx: CheckContext) -> Iterable[Finding]:
                                   f"{port[0] if port else SGLANG_DEFAULT_PORT} (SGLang's default is "
                                   f"{SGLANG_DEFAULT_PORT}), but the readiness probe, the Service and the router use "
                                   f"{ENGINE_PORT}: the pods never turn Ready. Fix: add --port {ENGINE_PORT}.")
+
+
+@register(POLICY_METRICS, MANDATORY, f"An autoscaled SGLang engine with a hand-written command must pass "
+          f"{SGLANG_METRICS_FLAG}, or it serves no /metrics and never scales")
+def check_metrics(ctx: CheckContext) -> Iterable[Finding]:
+    for dep in ctx.fleet.deployments.values():
+        for e, engine in enumerate(dep.spec.template.spec.engines):
+            if not needs_metrics_flag(ctx.fleet, dep, engine):
+                continue
+            for m, member in enumerate(engine.members):
+                container = member.template.spec.engine
+                # Workers serve nothing; without a command the renderer appends the flag itself.
+                if member.role == "Worker" or not container.command:
+                    continue
+                if any(word == SGLANG_METRICS_FLAG for _, _, word in tokens(container)):
+                    continue
+                yield Finding(POLICY_METRICS, MANDATORY, ctx.ref(dep),
+                              f"spec.template.spec.engines[{e}].members[{m}].template.spec.containers[0].command",
+                              f"engine {engine.name!r} runs SGLang with a hand-written command that lacks "
+                              f"{SGLANG_METRICS_FLAG}, and a ReplicaAutoscaler scales the deployment: SGLang then "
+                              f"serves no /metrics, the autoscaler reads nothing and the deployment never scales. "
+                              f"Fix: add {SGLANG_METRICS_FLAG} to the command (or drop `command` and give the "
+                              "command line as args, to which the program adds it).")

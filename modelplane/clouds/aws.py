@@ -18,10 +18,12 @@ A gang on an EFA pool whose pods get no EFA runs NCCL over TCP.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from modelplane.api import Fleet, InferenceClass, InferenceCluster, NodePool
+from modelplane.clouds.pcie import PCIE_TOPOLOGY
 from modelplane.vocabulary import DRANET_DRIVER
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -31,19 +33,12 @@ EFA_DEVICE_CLASS = "efa.networking.k8s.aws"
 SYSTEM_INSTANCE_TYPE = "m6i.xlarge"
 # EFA interfaces per instance type, for the GPU instance types the EFA device plugin chart
 # supports (aws/eks-charts stable/aws-efa-k8s-device-plugin/values.yaml `supportedInstanceLabels`,
-# chart v0.5.30). The counts are the EFA devices each instance carries, as scraped from EC2 for
-# DRA (aws/karpenter-provider-aws pkg/providers/drametadata/zz_generated_efa_metadata.go,
-# `EFAMetadataByInstanceType[...].Count`); one interface per EFA network card (EC2 user guide,
-# "Maximize network bandwidth on EC2 instances with multiple network cards").
-EFA_INTERFACES: dict[str, int] = {
-    "p6-b300.48xlarge": 16, "p6-b200.48xlarge": 8,
-    "p5.48xlarge": 32, "p5.4xlarge": 1, "p5e.48xlarge": 32, "p5en.48xlarge": 16,
-    "p4d.24xlarge": 4, "p4de.24xlarge": 4, "p3dn.24xlarge": 1,
-    "g6e.48xlarge": 4, "g6e.24xlarge": 2, "g6e.16xlarge": 1, "g6e.12xlarge": 1, "g6e.8xlarge": 1,
-    "g6.48xlarge": 1, "g6.24xlarge": 1, "g6.16xlarge": 1, "g6.12xlarge": 1, "g6.8xlarge": 1,
-    "g5.48xlarge": 1, "g5.24xlarge": 1, "g5.16xlarge": 1, "g5.12xlarge": 1, "g5.8xlarge": 1,
-    "g4dn.metal": 1, "g4dn.16xlarge": 1, "g4dn.12xlarge": 1, "g4dn.8xlarge": 1, "gr6.8xlarge": 1,
-}
+# chart v0.5.30): the EFA devices each instance carries, as scraped from EC2 for DRA
+# (aws/karpenter-provider-aws pkg/providers/drametadata/zz_generated_efa_metadata.go,
+# `EFAMetadataByInstanceType[...].Count`), one per EFA network card (EC2 user guide, "Maximize
+# network bandwidth on EC2 instances with multiple network cards"). One home: counted from the
+# PCIe topology table (modelplane.clouds.pcie), which lists each of those devices' root.
+EFA_INTERFACES: dict[str, int] = {t: len(topology.efas) for t, topology in PCIE_TOPOLOGY.items()}
 
 EfaMode = Literal["dra", "device-plugin"]
 
@@ -52,8 +47,9 @@ EfaMode = Literal["dra", "device-plugin"]
 # auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/<cluster-name>`;
 # "Without the tags, the Cluster Autoscaler will be unable to add new instances to the ASG"), and
 # only adjusts their desired size within their min and max. We tag exactly the node groups of pools
-# that can grow, with the InferenceCluster's name, which the chart's autoDiscovery.clusterName
-# repeats (charts/cluster-autoscaler/values.yaml `autoDiscovery.tags`).
+# that can grow, with the EKS cluster's physical name (Pulumi's `<name>-<suffix>`, unique per stack),
+# which the chart's autoDiscovery.clusterName repeats (charts/cluster-autoscaler/values.yaml
+# `autoDiscovery.tags`; modelplane.render.serving.bind_eks_cluster_name).
 AUTOSCALER_NAMESPACE = "cluster-autoscaler"
 AUTOSCALER_SERVICE_ACCOUNT = "cluster-autoscaler"
 # "Full Cluster Autoscaler Features Policy (Recommended)" of the same README.
@@ -85,9 +81,18 @@ def eks_pool_zones(cluster: InferenceCluster, pool: NodePool) -> list[str]:
     return list(pool.zones) or eks_zones(cluster)
 
 
-def autoscaler_discovery_tags(cluster: str) -> dict[str, str]:
-    """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by."""
-    return {"k8s.io/cluster-autoscaler/enabled": "true", f"k8s.io/cluster-autoscaler/{cluster}": "owned"}
+AUTOSCALER_ENABLED_TAG = "k8s.io/cluster-autoscaler/enabled"
+
+
+def autoscaler_cluster_tag(cluster_name: str) -> str:
+    """The discovery tag naming the cluster: `cluster_name` is the EKS cluster's physical name."""
+    return f"k8s.io/cluster-autoscaler/{cluster_name}"
+
+
+def autoscaler_discovery_tags(cluster_name: str) -> dict[str, str]:
+    """The Auto Scaling group tags the cluster-autoscaler discovers a growable pool's group by,
+    for the EKS cluster whose physical name is `cluster_name`."""
+    return {AUTOSCALER_ENABLED_TAG: "true", autoscaler_cluster_tag(cluster_name): "owned"}
 
 
 @dataclass(frozen=True)
@@ -197,3 +202,54 @@ def member_efa_share(fleet: Fleet, cluster: InferenceCluster, pool: NodePool, cl
     per_node = _gpus_per_node(fleet, pool)
     share = interfaces if per_node <= 0 or claimed >= per_node else max(1, interfaces * claimed // per_node)
     return EfaShare(share)
+
+
+# Gateway Services of type LoadBalancer on EKS. Without annotations the in-tree AWS cloud provider
+# makes a Classic Load Balancer, whose idle timeout is 60 s (kubernetes/cloud-provider-aws
+# docs/service_controller.md, `aws-load-balancer-connection-idle-timeout`, default 60, ELB only):
+# a non-streaming completion longer than that was cut and answered 502. We ask for a Network Load
+# Balancer instead (`aws-load-balancer-type: nlb`), internal or internet-facing
+# (`aws-load-balancer-internal`, ELB and NLB). An NLB forwards TCP and drops a flow after its
+# idle timeout, 350 s by default ("Update the TCP idle timeout for your Network Load Balancer
+# listener": 60-6000 s, `tcp.idle_timeout.seconds`), counted from the last packet: TCP keepalives
+# reset it (AWS blog "Implementing long-running TCP Connections within VPC networking"), and
+# Traefik sends them on both sides, every 30 s on the connections it dials (traefik/traefik
+# pkg/server/service/transport.go `KeepAlive: 30 * time.Second`) and every 15 s on those it
+# accepts (Go's net.ListenConfig default; Traefik leaves it 0). Should the AWS Load Balancer
+# Controller take the Service over (its webhook does so for new Services), it reads
+# `aws-load-balancer-scheme` (default internal!) and the listener's idle timeout from
+# `aws-load-balancer-listener-attributes.TCP-<port>` (kubernetes-sigs/aws-load-balancer-controller
+# guide/service/annotations): both are set, the timeout to fit the longest request the fleet's
+# ModelServices declare (spec.timeouts.request). An internal gateway is dialled from the
+# cluster's own nodes (the control plane runs there), which are the NLB's instance targets: with
+# the client IP preserved (the default for instance targets) such hairpin connections fail, so it
+# is turned off (cloud-provider-aws docs/service_controller.md, "working with hairpin connection
+# on internal NLB": `aws-load-balancer-target-group-attributes: preserve_client_ip.enabled=false`).
+LB_TYPE_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-type"
+LB_INTERNAL_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-internal"
+LB_SCHEME_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-scheme"
+LB_TARGET_GROUP_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-target-group-attributes"
+LB_LISTENER_ATTRIBUTES_ANNOTATION = "service.beta.kubernetes.io/aws-load-balancer-listener-attributes.TCP-{port}"
+NLB_IDLE_TIMEOUT_DEFAULT_S = 350
+NLB_IDLE_TIMEOUT_MAX_S = 6000
+
+
+def nlb_idle_timeout_seconds(fleet: Fleet) -> int:
+    """The NLB idle timeout that fits the longest request any ModelService of the fleet declares:
+    at least the NLB's default, at most its maximum."""
+    longest = max((svc.request_timeout_seconds for svc in fleet.services.values()), default=0.0)
+    return int(min(max(NLB_IDLE_TIMEOUT_DEFAULT_S, -(-longest // 1)), NLB_IDLE_TIMEOUT_MAX_S))
+
+
+def gateway_service_annotations(fleet: Fleet, ports: Sequence[int], *, internal: bool) -> dict[str, str]:
+    """The annotations of an EKS gateway's LoadBalancer Service listening on `ports`: an NLB,
+    internal (reached from the same VPC only) or internet-facing, with an idle timeout that fits
+    the fleet's longest request on every listener."""
+    idle = nlb_idle_timeout_seconds(fleet)
+    out = {LB_TYPE_ANNOTATION: "nlb", LB_INTERNAL_ANNOTATION: "true" if internal else "false",
+           LB_SCHEME_ANNOTATION: "internal" if internal else "internet-facing"}
+    if internal:
+        out[LB_TARGET_GROUP_ANNOTATION] = "preserve_client_ip.enabled=false"
+    for port in ports:
+        out[LB_LISTENER_ATTRIBUTES_ANNOTATION.format(port=port)] = f"tcp.idle_timeout.seconds={idle}"
+    return out

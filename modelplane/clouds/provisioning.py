@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.api.inference_class import EksProvisioning, GkeProvisioning
+from modelplane.clouds.aws import node_group_scaling
 
 # The block each provisioned source reads, and what the source takes from it.
 PROVISIONING_BLOCKS: dict[str, tuple[str, str]] = {
@@ -36,3 +37,15 @@ def provisioning_problem(fleet: Fleet, cluster: InferenceCluster, pool: NodePool
         return None
     return (f"InferenceCluster {cluster.metadata.name} pool {pool.name}: class {pool.class_name} has no "
             f"provisioning.{block[0]} block ({block[1]})")
+
+
+def autoscaled_pool(cluster: InferenceCluster, pool: NodePool) -> bool:
+    """A cluster-autoscaler resizes the pool's nodes, scale-down included: on EKS the one the
+    serving stack installs for pools that can grow (modelplane.clouds.aws.autoscaled_pools), on
+    GKE GKE's own for a pool with maxNodeCount (components/sources/gke.py sets its autoscaling
+    limits, modelplane.clouds.gcp.gke_pool_size). Fixed pools and other sources: none we run."""
+    if cluster.source == "EKS":
+        return node_group_scaling(pool).autoscaled and pool.is_gpu_pool
+    if cluster.source == "GKE":
+        return bool(pool.max_node_count) and pool.is_gpu_pool
+    return False

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from modelplane.scheduler import FleetPlacement
 
 import argparse
+import math
 import secrets
 import sys
 from collections.abc import Callable
@@ -38,7 +39,9 @@ from modelplane.commands.parsers import Subparsers
 from modelplane.commands.traffic import format_result, printable, run_split
 from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
+from modelplane.references import reference_warnings
 from modelplane.scheduler.refusals import refusal_lines
+from modelplane.words import counted
 
 if TYPE_CHECKING:
     from modelplane.api import Fleet
@@ -174,10 +177,16 @@ def _run(args: argparse.Namespace) -> int:
     except RenderError as e:
         print(f"demo: {_say(str(e))}", file=sys.stderr)
         return 2
+    for warning in reference_warnings(fleet):
+        print(f"warning: {_say(warning)}", file=sys.stderr, flush=True)
     if fleet.autoscalers:
         return _autoscaling(args, fleet, security)
     placement = place_fleet(fleet)
     print("\n".join(_placement_lines(placement)), flush=True)
+    if not any(d.replicas for d in placement.deployments) and not fleet.endpoints:
+        print(f"demo: nothing placed, so no service has anything to route to; `modelplane explain {args.manifests} "
+              "DEPLOYMENT` says why, per cluster and pool", file=sys.stderr)
+        return 1
 
     failed = 0
     with LocalFleet(security=security) as local:
@@ -193,6 +202,9 @@ def _run(args: argparse.Namespace) -> int:
         print("weights:")
         for r in routes:
             print("\n".join(_weights_lines(r)))
+        if not any(r.backends for r in routes):
+            print("demo: no service has anything to route to (see the weights above)", file=sys.stderr)
+            return 1
         for r in routes:
             if not r.backends:
                 continue
@@ -203,8 +215,75 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"{r.namespace}/{r.name}: as caller {caller}", flush=True)
             failed += res.failed
             print(format_result(res, _idle(r, endpoints)), flush=True)
+        lines, wrong = _refusals(local, fleet, routes, endpoints, keys)
+        print("\n".join(lines), flush=True)
+        failed += wrong
     print(STOPPED)
     return 1 if failed else 0
+
+
+# A rate the demo exhausts as it is: this many requests at once at most, refilled at one a second
+# at most (faster, and one request after the other might never run it dry); past it, the check
+# runs with the rate lowered (and says so), rather than sending thousands of requests.
+MAX_RATE_PROBE = 50
+MAX_PROBED_PER_MINUTE = 60
+
+
+def _refusals(local: LocalFleet, fleet: Fleet, routes: list[ServiceRoute], endpoints: list[Endpoint],
+              keys: dict[str, str]) -> tuple[list[str], int]:
+    """With caller keys, what the gateway refuses, one check each against the answer it must
+    give: no API key (401), a caller the service does not allow (403), a caller over its rate
+    (429 with Retry-After). (lines, how many checks got another answer)."""
+    from modelplane.commands.traffic import probe
+
+    sec = local.security
+    routed = [r for r in routes if r.backends]
+    if sec is None or not sec.auth or not keys or not routed:
+        return [], 0
+    cafile = local.edge_cert.cert if local.edge_cert else None
+    lines = ["refusals:"]
+    wrong = 0
+
+    def check(what: str, url: str, key: str | None, want: int, tries: int = 1) -> None:
+        nonlocal wrong
+        status, said = None, ""
+        sent = 0
+        while sent < tries and status != want:
+            status, said = probe(url, key, cafile=cafile)
+            sent += 1
+        took = f" after {counted(sent, 'request')}" if tries > 1 else ""
+        verdict = "as expected" if status == want else f"EXPECTED {want}"
+        lines.append(f"  {what}: {status if status is not None else said}{took}"
+                     + (f" ({said})" if said and status is not None else "") + f", {verdict}")
+        wrong += status != want
+
+    first = routed[0]
+    first_url = local.service_url(first.namespace, first.name)
+    check(f"{first.namespace}/{first.name} without an API key", first_url, None, 401)
+    outsider = next(((r, c) for r in routed for c in sorted(keys)
+                     if sec.allowed.get((r.namespace, r.name)) and c not in sec.allowed[(r.namespace, r.name)]), None)
+    if outsider is None:
+        lines.append("  a caller a service does not allow: no ModelService names its allowedCallers")
+    else:
+        r, caller = outsider
+        allowed = ", ".join(sec.allowed[(r.namespace, r.name)])
+        check(f"caller {caller} on {r.namespace}/{r.name} (allowedCallers: {allowed})",
+              local.service_url(r.namespace, r.name), keys[caller], 403)
+    limits = sec.limits
+    if not limits.requests_per_minute:
+        lines.append("  a caller over its rate: the gateway sets no spec.limits.perCaller.requestsPerMinute")
+        return lines, wrong
+    at_once = limits.burst or max(1, math.ceil(limits.requests_per_minute / 60))
+    rate = f"{limits.requests_per_minute}/min, {at_once} at once"
+    if at_once > MAX_RATE_PROBE or limits.requests_per_minute > MAX_PROBED_PER_MINUTE:
+        # The same plugin and code path, with a rate this check can exhaust in two requests.
+        local.security = replace(sec, limits=replace(limits, requests_per_minute=1, burst=1))
+        local.apply_routes(routes, endpoints)
+        rate = f"lowered to 1/min for this check; the gateway's is {rate}"
+        at_once = 1
+    caller = _caller_for(fleet, first.namespace, first.name, keys) or DEMO_CALLER
+    check(f"caller {caller} over its rate ({rate})", first_url, keys.get(caller), 429, tries=at_once + 2)
+    return lines, wrong
 
 
 def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity) -> int:

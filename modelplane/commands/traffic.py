@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ipaddress
+import errno
 import math
 import os
 import re
@@ -32,9 +32,12 @@ from typing import TextIO
 import httpx
 
 from modelplane.commands.parsers import Subparsers
+from modelplane.files import FileReadError, read_regular_file
 from modelplane.gateway.process import Terminated, terminate_on_signals
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import redact_url
+from modelplane.urls import header_safe, url_problem
+from modelplane.words import counted
 
 UNIDENTIFIED = "(unidentified)"
 TIMEOUT = "Timeout"  # the error kind of a request that ran out of --timeout
@@ -43,7 +46,6 @@ MAX_NAME = 100  # longest replica or deployment name printed as a server sent it
 MAX_CLIENTS = 256  # split --concurrency
 _SERVED = re.compile(r"served by ([A-Za-z0-9._-]+)")
 _HASHED = re.compile(r"^(.+)-([0-9a-f]{5}|\d+)$")
-_HOST = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?")  # DNS names as httpx encodes them (IDNA)
 
 
 def printable(text: str, limit: int = MAX_NAME) -> str:
@@ -230,7 +232,7 @@ def _one(client: httpx.Client, target: str, body: JsonObject, timeout: float, re
             request = client.build_request("POST", target, json=body, extensions={"trace": deadline.trace})
             r = client.send(request)
         except httpx.HTTPError as e:
-            res.errors[TIMEOUT if deadline.expired else type(e).__name__] += 1
+            res.errors[TIMEOUT if deadline.expired else connect_problem(target, e) or type(e).__name__] += 1
             return None
     if r.status_code != 200:
         res.errors[f"HTTP {r.status_code}"] += 1
@@ -247,6 +249,47 @@ def _one(client: httpx.Client, target: str, body: JsonObject, timeout: float, re
     # A success all the same, e.g. a SaaS provider that names no replica.
     res.deployments.setdefault(UNIDENTIFIED, UNIDENTIFIED)
     return UNIDENTIFIED
+
+
+def connect_problem(url: str, error: BaseException) -> str | None:
+    """`nothing listening at HOST:PORT` when the connection was refused, `cannot resolve HOST`
+    when the name has no address; None for any other failure."""
+    parsed = httpx.URL(url)
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    host = parsed.host
+    seen: BaseException | None = error
+    for _ in range(10):                      # httpx -> httpcore -> the socket's OSError
+        if seen is None:
+            break
+        if isinstance(seen, ConnectionRefusedError) or (isinstance(seen, OSError) and seen.errno == errno.ECONNREFUSED):
+            return f"nothing listening at {host}:{port}"
+        if isinstance(seen, socket.gaierror):
+            return f"cannot resolve {host}"
+        seen = seen.__cause__ or seen.__context__
+    text = str(error)
+    if "Connection refused" in text:
+        return f"nothing listening at {host}:{port}"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return f"cannot resolve {host}"
+    return None
+
+
+def probe(url: str, api_key: str | None = None, *, cafile: str | None = None, timeout: float = 10.0
+          ) -> tuple[int | None, str]:
+    """One chat completion through `url`: its HTTP status (None when no answer came) and what it
+    says, printable: `Retry-After: N` for a 429, the error kind for no answer."""
+    target = url.rstrip("/") + "/v1/chat/completions"
+    body = {"model": "default", "messages": [{"role": "user", "content": "who are you?"}]}
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    limits = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(timeout=timeout, limits=limits, headers=headers, verify=tls_context(cafile)) as client, \
+            _Deadline(timeout) as deadline:
+        try:
+            r = client.send(client.build_request("POST", target, json=body, extensions={"trace": deadline.trace}))
+        except httpx.HTTPError as e:
+            return None, TIMEOUT if deadline.expired else connect_problem(target, e) or type(e).__name__
+    retry = r.headers.get("retry-after")
+    return r.status_code, f"Retry-After: {printable(retry, 20)}" if retry else ""
 
 
 def _table(title: str, counts: Counter[str], total: int) -> list[str]:
@@ -266,7 +309,7 @@ def format_result(res: SplitResult, idle: dict[str, str] | None = None) -> str:
     for rep, dep in (idle or {}).items():
         replicas.setdefault(rep, 0)
         deployments.setdefault(dep, 0)
-    lines = [f"{printable(redact_url(res.url), 2000)}: {total} requests in {res.seconds:.2f}s"]
+    lines = [f"{printable(redact_url(res.url), 2000)}: {counted(total, 'request')} in {res.seconds:.2f}s"]
     lines += _table("replica", replicas, total)
     lines += _table("deployment", deployments, total)
     detail = ", ".join(f"{k} x{v}" for k, v in sorted(res.errors.items()))
@@ -283,32 +326,6 @@ def seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0 or value > MAX_TIMEOUT:
         raise argparse.ArgumentTypeError(f"must be more than 0 and at most {MAX_TIMEOUT:.0f} seconds, got {text}")
     return value
-
-
-def url_problem(url: str) -> str | None:
-    """Why `url` cannot be a service URL, in words that never quote its user-info."""
-    if not url.startswith(("http://", "https://")):
-        return "not an http(s) URL"
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError) as e:
-        return f"not a valid URL ({printable(redact_url(str(e)), 200)})"
-    host = parsed.raw_host.decode("ascii", "replace")
-    if not host:
-        return "has no host"
-    if not _HOST.fullmatch(host) and not _is_ip(host):
-        return "has an invalid host name"
-    if parsed.port is not None and not 0 < parsed.port < 65536:
-        return f"has an invalid port ({parsed.port})"
-    return None
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 MAX_KEY_BYTES = 4096
@@ -331,18 +348,20 @@ def read_api_key(source: str, stdin: TextIO | None = None) -> str:
         path = source[5:]
         where = f"file {printable(path, 500)}"
         try:
-            with open(path, "rb") as fh:
-                text = fh.read(MAX_KEY_BYTES + 1).decode("utf-8", "replace")
-        except OSError as e:
-            raise ApiKeySourceError(f"--api-key: {where} cannot be read ({e.strerror or e})") from None
+            # A regular file only: a FIFO with no writer used to hang split for ever.
+            text = read_regular_file(path, "the --api-key file", MAX_KEY_BYTES + 1).decode("utf-8", "replace")
+        except FileReadError as e:
+            raise ApiKeySourceError(f"--api-key: {e}") from None
     else:
         raise ApiKeySourceError("--api-key takes env:VAR, file:PATH or - (standard input), never the key itself: "
                                 "on the command line it would show in the process list and the shell history")
     if len(text) > MAX_KEY_BYTES:
         raise ApiKeySourceError(f"--api-key: {where} holds more than {MAX_KEY_BYTES} bytes")
     key = text.strip()
-    if not key or any(c.isspace() or not c.isprintable() for c in key):
-        raise ApiKeySourceError(f"--api-key: {where} holds no key (empty, or with spaces or control characters)")
+    if not header_safe(key):
+        # It goes into a header: visible ASCII only (a non-ASCII key made httpx raise mid-run).
+        raise ApiKeySourceError(f"--api-key: {where} holds no key (a key is one line of visible ASCII "
+                                "characters; this one is empty or holds spaces, control or non-ASCII characters)")
     return key
 
 
@@ -387,6 +406,9 @@ def run(args: argparse.Namespace) -> int:
     except (ssl.SSLError, OSError) as e:
         print(f"split: --cacert: not a certificate file ({type(e).__name__})", file=sys.stderr)
         return 2
+    if key is not None and args.url.lower().startswith("http://"):
+        print(f"split: warning: the API key goes to {printable(redact_url(args.url), 2000)} over plain http: anyone "
+              "on the path can read it; use the gateway's https:// URL", file=sys.stderr)
     try:
         with terminate_on_signals():
             if args.concurrency == 1:

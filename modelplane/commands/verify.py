@@ -8,12 +8,12 @@ its cluster cannot be read; 2 on bad input."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 
-from modelplane.api import ManifestError, load_manifests
+from modelplane.api import ManifestError
 from modelplane.commands.inputs import read_json
+from modelplane.commands.output import JSON, WIDE, YAML, add_manifests, add_output, dump, load_fleet
 from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_READ_TIMEOUT_S, MAX_WAIT_S, duration_arg
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
@@ -31,7 +31,7 @@ def add_parser(subparsers: Subparsers) -> None:
         description="Read the clusters and report, per placed replica: pods Running and Ready on the "
                     "planned pool, claims allocated with the planned device count, or why not (the "
                     "scheduler's own message). Exit 1 on any mismatch.")
-    p.add_argument("manifests", metavar="MANIFEST_DIR", help="manifest file or directory")
+    add_manifests(p)
     p.add_argument("--placement", metavar="FILE", required=True,
                    help="the placement to verify: `plan --json` output or `pulumi stack output placement --json`")
     p.add_argument("--observe", metavar="KUBECONFIG_DIR", required=True,
@@ -43,17 +43,17 @@ def add_parser(subparsers: Subparsers) -> None:
     p.add_argument("--wait", metavar="SECONDS", default=0.0, type=duration_arg("--wait", MAX_WAIT_S, allow_zero=True),
                    help="keep reading until every replica verifies or this many seconds passed, at most "
                         f"{MAX_WAIT_S:g} (default 0: once)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_output(p, what="the report (wide: with each replica's index)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        fleet = load_manifests(args.manifests)
+        fleet = load_fleet(args.manifests)
         placement = FleetPlacement.from_json(read_json(args.placement, "placement"))
         kubeconfigs = kubeconfigs_in(args.observe, fleet.clusters)
     except ManifestError as exc:
-        print(f"error: invalid manifests:\n{exc}", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except PlacementFormatError as exc:
         print(f"error: placement {args.placement} is not a placement (the `plan --json` output): {exc}",
@@ -68,5 +68,6 @@ def run(args: argparse.Namespace) -> int:
         if report.ok or time.monotonic() + POLL_S > deadline:
             break
         time.sleep(POLL_S)
-    sys.stdout.write(json.dumps(report.to_json(), indent=2) + "\n" if args.json else format_verification(report))
+    sys.stdout.write(dump(report.to_json(), args.output) if args.output in (JSON, YAML)
+                     else format_verification(report, wide=args.output == WIDE))
     return 0 if report.ok else 1

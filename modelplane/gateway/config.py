@@ -52,13 +52,26 @@ WEB = "web"
 
 Config = JsonObject  # plain Traefik configuration, dumped as YAML
 
-# What the control plane retries on another cluster: the workload gateway's own 503 "no
-# available server" in the window before that cluster is marked down, and 502/504.
-CONTROL_PLANE_RETRY_STATUS = ("502-504",)
-# What the other hops retry: Traefik's own 502, i.e. the engine (or provider) took the
-# request and failed before answering (a crash mid-request), which the network-error
-# retry cannot cover because the request was already written.
+# Retries never send again a request that may still be running (issue 27 item 3). Traefik
+# retries a network error only while nothing of the request was written (traefik/traefik
+# pkg/middlewares/retry/retry.go: `proxyReached && !wroteRequest`); a `status` retry resends
+# even a written POST. So:
+# * the control plane, which reaches workload gateways through a load balancer, retries 503
+#   only: the answer of a gateway that ran nothing (its "no available server" before the cluster
+#   is marked down, or its 502 turned 503, below). A 502/504 there may come from a connection the
+#   load balancer cut while the engine still computes the completion: resending it would run it
+#   again on another GPU, and the client still gets the error;
+# * a workload gateway talks to the engine pod straight, so a broken engine connection means the
+#   engine no longer runs the request (it crashed, or saw the connection close and aborted it):
+#   it retries Traefik's 502 on another local replica, and answers 503 (UNPROCESSED_REWRITE)
+#   when every attempt failed, for the control plane to try another cluster;
+# * the egress, towards a provider behind its own load balancers, retries 503 only, as the
+#   control plane does.
+CONTROL_PLANE_RETRY_STATUS = ("503",)
 HOP_RETRY_STATUS = ("502",)
+EGRESS_RETRY_STATUS = ("503",)
+# The workload gateway's last word when no replica could take the request: 503, not 502.
+UNPROCESSED_REWRITE = "unprocessed-503"
 
 
 @dataclass(frozen=True)
@@ -103,9 +116,10 @@ def _health(path: str, t: Tuning) -> Config:
 def _retry(t: Tuning, statuses: Sequence[str]) -> Config:
     """Retries re-run the weighted pick, so a retried request lands on another child.
 
-    Network errors (connection refused/reset) cover an engine that died before its
-    health check noticed; `statuses` are retried too (CONTROL_PLANE_RETRY_STATUS,
-    HOP_RETRY_STATUS).
+    Network errors (connection refused/reset) before anything was written cover an engine
+    that died before its health check noticed; `statuses` are retried too, POSTs included
+    (CONTROL_PLANE_RETRY_STATUS, HOP_RETRY_STATUS, EGRESS_RETRY_STATUS: only where the status
+    says the request no longer runs anywhere).
 
     With statuses, the POST body is read into memory first (up to `retry_max_body`) so a
     retry can resend it. That buffering is also what keeps streams whole: Traefik's Go
@@ -122,6 +136,15 @@ def _retry(t: Tuning, statuses: Sequence[str]) -> Config:
         cfg.update({"status": list(statuses), "retryNonIdempotentMethod": True,
                     "maxRequestBodyBytes": t.retry_max_body})
     return {"retry": cfg}
+
+
+def _unprocessed() -> Config:
+    """The workload gateway's 502 (every attempt at a local replica failed: refused, or the engine
+    connection broke, so no engine runs the request) answered as 503, the one status the control
+    plane resends on. Traefik's `errors` middleware (pkg/middlewares/customerrors/
+    custom_errors.go: `statusRewrites`, the page fetched from `service` and sent with the
+    rewritten code); `noop@internal` answers an empty page."""
+    return {"errors": {"status": ["502"], "statusRewrites": {"502": 503}, "service": "noop@internal"}}
 
 
 def _tiers(backends: Sequence[WeightedBackend]) -> list[list[WeightedBackend]]:
@@ -263,7 +286,7 @@ def egress_config(
     transports: Config = {}
     # Names differ from the control-plane dict's: both files load into one Traefik,
     # and the file provider rejects a name defined twice.
-    middlewares: Config = {"egress-retry": _retry(tuning, HOP_RETRY_STATUS)}
+    middlewares: Config = {"egress-retry": _retry(tuning, EGRESS_RETRY_STATUS)}
     for ep in external_endpoints(routes):
         name = egress_entrypoint(ep)
         mws = [f"{name}-path"]
@@ -295,7 +318,7 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
     it serves HTTPS only and only to clients presenting a certificate from the hop CA."""
     routers: Config = {}
     services: Config = {}
-    middlewares: Config = {"retry": _retry(tuning, HOP_RETRY_STATUS)}
+    middlewares: Config = {"retry": _retry(tuning, HOP_RETRY_STATUS), UNPROCESSED_REWRITE: _unprocessed()}
     replicas: dict[tuple[str, str], Endpoint] = {}
     for r in routes:
         local = [b for b in r.backends if b.endpoint.cluster == cluster]
@@ -331,7 +354,8 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
         # The control plane picked a tier before sending here, so the lowest locally
         # healthy tier is that same tier; the chain only matters inside detection gaps.
         routers[base] = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "priority": 100,
-                         "middlewares": [strip, "retry"], "service": _failover_chain(base, tier_names, services)}
+                         "middlewares": [strip, UNPROCESSED_REWRITE, "retry"],
+                         "service": _failover_chain(base, tier_names, services)}
         services[f"{base}-health"] = {"weighted": {"services": all_probes, "healthCheck": {}}}
         routers[f"{base}-health"] = {"entryPoints": [WEB], "rule": f"Path(`{r.prefix}/health`)",
                                      "priority": 200, "middlewares": probe_mws,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from modelplane.api import Fleet, ModelDeployment
-from modelplane.autoscale.engines import PodMetrics, ReplicaMetrics, replica_idle
+from modelplane.autoscale.engines import SERIES_NAMES, PodMetrics, ReplicaMetrics, replica_idle
 from modelplane.autoscale.exposition import Buckets, ExpositionError, collect, parse
 from modelplane.autoscale.placement import ScalingOutcome
 from modelplane.autoscale.scraped import ScrapedMetricsSource, histograms
@@ -204,7 +204,7 @@ def _read(client: httpx.Client, url: str) -> tuple[bool, PodMetrics | None]:
             if response.status_code != 200:
                 return ready, PodMetrics(error=f"/metrics answered HTTP {response.status_code}")
             body = collect(response.iter_bytes(), deadline=time.monotonic() + SCRAPE_TIMEOUT_S)
-        return ready, PodMetrics(parse(body))
+        return ready, PodMetrics(parse(body, SERIES_NAMES))
     except ExpositionError as exc:
         return False, PodMetrics(error=str(exc))
     except httpx.HTTPError as exc:

@@ -34,6 +34,14 @@ PLUGINS_DIR = Path(__file__).resolve().parents[2] / "gateway-plugins"
 PLAIN = "plain"                               # the entry point that only redirects to HTTPS
 HOP_DOMAIN = "gateway.modelplane.internal"
 TLS_MIN = "VersionTLS12"
+# TLS 1.2 suites offered: ECDHE with an AEAD cipher only (no CBC-SHA, no static RSA); Go's names,
+# as Traefik's TLS option `cipherSuites` takes them. TLS 1.3's suites are all AEAD and Go does not
+# let them be configured, so this list is TLS 1.2's alone.
+TLS12_CIPHER_SUITES = (
+    "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+    "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+    "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+)
 
 PlainHttp = Literal["Refuse", "Redirect"]
 Config = JsonObject
@@ -128,10 +136,10 @@ def egress_transport(name: str, host: str, roots: str | None) -> Config:
 
 def tls_section(cert: CertFiles, client_ca: str | None = None, more: Sequence[CertFiles] = ()) -> Config:
     """The dynamic `tls` block: this gateway's certificate as the default one (`more` are
-    picked by SNI), TLS 1.2 at least, and with `client_ca` a client certificate from that CA
-    required on every TLS connection (the default options apply to routers matched by path,
-    as all of ours are)."""
-    options: Config = {"minVersion": TLS_MIN, "sniStrict": False}
+    picked by SNI), TLS 1.2 at least with AEAD suites only (TLS12_CIPHER_SUITES), and with
+    `client_ca` a client certificate from that CA required on every TLS connection (the
+    default options apply to routers matched by path, as all of ours are)."""
+    options: Config = {"minVersion": TLS_MIN, "cipherSuites": list(TLS12_CIPHER_SUITES), "sniStrict": False}
     if client_ca is not None:
         options["clientAuth"] = {"caFiles": [client_ca], "clientAuthType": "RequireAndVerifyClientCert"}
     files = [{"certFile": c.cert, "keyFile": c.key} for c in (cert, *more)]

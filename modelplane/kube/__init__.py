@@ -9,9 +9,10 @@ parts are lightkube's and which are ours, and why.
 """
 
 from modelplane.json_types import JsonObject
+from modelplane.urls import header_safe
 
 from .client import PAGE_SIZE, Answer, KubeClient, decode
-from .config import DEFAULT_TIMEOUT_S, KubeAccess, header_safe, load_kubeconfig
+from .config import DEFAULT_TIMEOUT_S, KubeAccess, load_kubeconfig
 from .errors import BadAnswer, ConfigError, KubeError, NoAnswer
 
 __all__ = ["DEFAULT_TIMEOUT_S", "PAGE_SIZE", "Answer", "BadAnswer", "ConfigError", "JsonObject", "KubeAccess",

@@ -10,6 +10,7 @@ with lightkube's BearerAuth); the kubeconfig side is modelplane.kube.config.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import threading
 import time
@@ -29,8 +30,9 @@ from modelplane.limits import MAX_ANSWER_BYTES, MAX_CLUSTER_READ_BYTES
 from modelplane.redact import outside_text, redact_url
 
 from . import tls
-from .config import DEFAULT_TIMEOUT_S, KubeAccess, load_kubeconfig
+from .config import DEFAULT_TIMEOUT_S, KubeAccess, check_server, load_kubeconfig
 from .errors import BadAnswer, ConfigError, KubeError, NoAnswer
+from .proxy import environment_proxy, proxy_problem
 
 PAGE_SIZE = 500                    # objects per list request (the API server pages with `continue`)
 MAX_CONTINUE_CHARS = 8192          # a `continue` token is ~100 characters
@@ -98,16 +100,37 @@ class KubeClient:
         self.timeout = timeout
         self.cancel = cancel
         self.spent = 0                 # bytes read so far, decompressed
+        self._spending = threading.Lock()   # requests may run on several threads at once
+        https = access.server.startswith("https://")
         try:
+            # Nothing is sent to a server whose URL would connect elsewhere (a port past 65535).
+            check_server(access.server, f"the server {self.server}")
+            proxy = self._proxy(access)
             verify = (tls.context(f"kubeconfig {access.source or self.server}", access.ca_pem, access.cert_pem,
-                                  access.key_pem, insecure=access.insecure)
-                      if access.server.startswith("https://") else tls.unused_context())
+                                  access.key_pem, insecure=access.insecure) if https else tls.unused_context())
         except ConfigError as exc:
             self._raise(ConfigError, str(exc))
+        # tls-server-name: the name sent (SNI) and the one the certificate is checked for.
+        self._extensions = {"sni_hostname": access.tls_server_name} if https and access.tls_server_name else None
         auth = BearerAuth(access.token) if access.token else None
         self.http = httpx2.Client(base_url=access.server, verify=verify, auth=auth, timeout=timeout,
-                                  follow_redirects=False,
-                                  headers={"Accept": "application/json", "Accept-Encoding": "gzip, deflate"})
+                                  follow_redirects=False, trust_env=False, proxy=proxy,
+                                  headers={"Accept": "application/json", "Accept-Encoding":
+                                           "identity" if access.disable_compression else "gzip, deflate"})
+
+    @staticmethod
+    def _proxy(access: KubeAccess) -> str | None:
+        """The kubeconfig's proxy-url, else the environment's by Go's rules (modelplane.kube.proxy)."""
+        if access.proxy:
+            return access.proxy
+        found = environment_proxy(access.server, os.environ)
+        if found is None:
+            return None
+        variable, proxy = found
+        problem = proxy_problem(proxy)
+        if problem is not None:
+            raise ConfigError(f"the proxy in the environment variable {variable} {problem}")
+        return proxy
 
     @classmethod
     def from_kubeconfig(cls, path: Path | str, context: str | None = None, timeout: float = DEFAULT_TIMEOUT_S,
@@ -155,7 +178,8 @@ class KubeClient:
                                   f"{self._outside(path, 120)} in time")
         try:
             request = self.http.build_request(method, path, json=body, params=params, timeout=httpx2.Timeout(left),
-                                              headers=dict(headers) if headers else None)
+                                              headers=dict(headers) if headers else None,
+                                              extensions=self._extensions)
             response = self.http.send(request, stream=True)
             try:
                 content = self._body(response, what, deadline, limit)
@@ -210,7 +234,8 @@ class KubeClient:
             self._raise(BadAnswer, f"{what}: the answer's {encoding} encoding is corrupt")
         if len(out) > limit:
             self._raise(BadAnswer, too_large)
-        self.spent += len(out)
+        with self._spending:
+            self.spent += len(out)
         return out          # a bytearray: no second copy of a large answer (msgspec reads it as is)
 
     def _check(self, answer: Answer) -> None:

@@ -14,28 +14,66 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import msgspec
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
-from lightkube.config.models import Cluster, Context, User
+from lightkube.config.models import Cluster, Context, User, UserExec
 from lightkube.core.exceptions import ConfigError as LightkubeConfigError
 
 from modelplane.api.yaml_reader import YamlInputError, read_documents
 from modelplane.json_types import JsonObject, JsonValue
 from modelplane.limits import MAX_KUBECONFIG_BYTES, MAX_PEM_FILE_BYTES, MAX_TOKEN_FILE_BYTES
 from modelplane.redact import outside_text, redact_url
+from modelplane.urls import header_safe, url_problem
 
 from .errors import ConfigError
 from .files import read_bounded, shown
 from .plugin import run_plugin
+from .proxy import proxy_problem
 
 DEFAULT_TIMEOUT_S = 30.0
-_SECTIONS: tuple[tuple[str, str, type[Any]], ...] = (
-    ("clusters", "cluster", Cluster), ("contexts", "context", Context), ("users", "user", User))
 _PEM = "-----BEGIN "
+# The extension whose value client-go passes an exec plugin as spec.cluster.config.
+EXEC_EXTENSION = "client.authentication.k8s.io/exec"
+INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
+
+
+# The kubeconfig fields lightkube's models do not have, which client-go acts on
+# (tools/clientcmd/api/v1/types.go): msgspec would drop them without a word, so a cluster reachable
+# only through its proxy would read unreachable. Each is honoured here or refused naming it.
+class NamedExtension(msgspec.Struct):
+    name: str
+    extension: Any = None
+
+
+class ClusterEntry(Cluster):
+    server: str = ""          # not lightkube's default of http://localhost:8080: client-go refuses none
+    tls_server_name: str | None = msgspec.field(name="tls-server-name", default=None)
+    proxy_url: str | None = msgspec.field(name="proxy-url", default=None)
+    disable_compression: bool = msgspec.field(name="disable-compression", default=False)
+    extensions: list[NamedExtension] | None = None
+
+
+class ExecEntry(UserExec):
+    provideClusterInfo: bool = False             # noqa: N815 - the kubeconfig's name
+    interactiveMode: str | None = None           # noqa: N815 - the kubeconfig's name
+
+
+class UserEntry(User):
+    exec: ExecEntry | None = None
+    impersonate: str | None = msgspec.field(name="as", default=None)
+    impersonate_uid: str | None = msgspec.field(name="as-uid", default=None)
+    impersonate_groups: list[str] | None = msgspec.field(name="as-groups", default=None)
+    impersonate_extra: dict[str, list[str]] | None = msgspec.field(name="as-user-extra", default=None)
+    extensions: list[NamedExtension] | None = None
+
+
+_SECTIONS: tuple[tuple[str, str, type[Any]], ...] = (
+    ("clusters", "cluster", ClusterEntry), ("contexts", "context", Context), ("users", "user", UserEntry))
 
 
 @dataclass(frozen=True)
@@ -50,6 +88,9 @@ class KubeAccess:
     key_pem: str | None = None
     insecure: bool = False
     source: str = ""                          # the kubeconfig, as messages name it
+    tls_server_name: str | None = None        # SNI and the name the certificate is checked for
+    proxy: str | None = None                  # the cluster's proxy-url (None: the environment's, Go's rules)
+    disable_compression: bool = False
 
     def __repr__(self) -> str:                # never print credentials
         return f"KubeAccess(server={redact_url(self.server)!r})"
@@ -57,12 +98,7 @@ class KubeAccess:
     @property
     def secrets(self) -> tuple[str, ...]:
         """What no message may contain (masked by modelplane.redact.outside_text)."""
-        return tuple(s for s in (self.token, self.key_pem) if s)
-
-
-def header_safe(value: str) -> bool:
-    """Visible ASCII only: what an HTTP header value (`Bearer <token>`) may carry."""
-    return bool(value) and all("!" <= c <= "~" for c in value)
+        return tuple(s for s in (self.token, self.key_pem, self.proxy) if s)
 
 
 def _field(section: str, index: int, name: str, key: str, detail: str = "") -> str:
@@ -183,7 +219,7 @@ def _token_file(single: SingleConfig, path: str, where: str) -> str:
     return token
 
 
-def _credential(single: SingleConfig, where: str, timeout: float) -> str | None:
+def _credential(single: SingleConfig, where: str, timeout: float, access: KubeAccess) -> str | None:
     user = single.user or User()
     label = f"users[{outside_text(single.context.user or '', limit=60)!r}].user"
     if user.auth_provider is not None:
@@ -194,14 +230,16 @@ def _credential(single: SingleConfig, where: str, timeout: float) -> str | None:
                           "supported: Kubernetes removed it in 1.19; use a token or a client certificate")
     if user.token is not None:
         if not header_safe(user.token):
-            raise ConfigError(f"kubeconfig {where}: {label}.token is not a token: it must be one line of visible "
-                              "characters (a `token: |` block adds a newline at its end: write the token on "
-                              "one line)")
+            raise ConfigError(f"kubeconfig {where}: {label}.token is not a token (it must be one line of visible "
+                              "characters; a YAML block scalar, `token: |`, adds a newline at its end: write the "
+                              "token on one line)")
         return user.token
     if user.token_file is not None:
         return _token_file(single, user.token_file, where)
     if user.exec is not None:
-        token = run_plugin(user.exec, f"kubeconfig {where}", timeout)
+        provide = isinstance(user.exec, ExecEntry) and user.exec.provideClusterInfo
+        token = run_plugin(user.exec, f"kubeconfig {where}", timeout,
+                           cluster=_exec_cluster(single, access) if provide else None)
         if not header_safe(token):
             raise ConfigError(f"kubeconfig {where}: the credential plugin printed a status.token that is not one "
                               "line of visible characters")
@@ -210,15 +248,92 @@ def _credential(single: SingleConfig, where: str, timeout: float) -> str | None:
 
 
 def _server(single: SingleConfig, where: str) -> str:
+    name = outside_text(single.context.cluster, limit=60)
     server = single.cluster.server
-    if not server.startswith(("https://", "http://")) or len(server) > 2048 or not header_safe(server):
-        raise ConfigError(f"kubeconfig {where}: cluster {outside_text(single.context.cluster, limit=60)!r} has no "
-                          "usable server (expected https://host[:port])")
-    if redact_url(server) != server:
-        raise ConfigError(f"kubeconfig {where}: the server of cluster "
-                          f"{outside_text(single.context.cluster, limit=60)!r} carries credentials in its URL; "
-                          "put them in users[] instead")
+    if not server:
+        # lightkube would dial http://localhost:8080 with the token; client-go refuses
+        # (tools/clientcmd/validation.go validateClusterInfo: "no server found for cluster").
+        raise ConfigError(f"kubeconfig {where}: cluster {name!r} has no server (clusters[].cluster.server); "
+                          "set it to the API server's https://host[:port]")
+    return check_server(server, f"kubeconfig {where}: the server of cluster {name!r}")
+
+
+def check_server(server: str, what: str) -> str:
+    """`server` if a request may be sent to it (http(s), a valid host, a port 1..65535, no
+    user-info, query or fragment, at most 2048 visible characters); ConfigError naming `what`
+    otherwise. Checked before any request: a port above 65535 used to wrap modulo 65536."""
+    if len(server) > 2048 or not header_safe(server):
+        raise ConfigError(f"{what} is not a usable URL (expected https://host[:port])")
+    if redact_url(server) != server or "@" in server.split("://", 1)[-1].split("/", 1)[0]:
+        raise ConfigError(f"{what} carries credentials in its URL; put them in users[] instead")
+    problem = url_problem(server)
+    if problem is not None:
+        raise ConfigError(f"{what} {'is ' if problem.startswith('not ') else ''}{problem} (expected "
+                          "https://host[:port])")
+    parts = urlsplit(server)
+    if parts.query or parts.fragment or server.endswith(("?", "#")):
+        raise ConfigError(f"{what} has a query or fragment; an API server URL is scheme://host[:port][/path]")
     return server
+
+
+def _cluster_options(single: SingleConfig, where: str) -> tuple[str | None, str | None, bool]:
+    """(tls-server-name, proxy-url, disable-compression) of the selected cluster, checked."""
+    cluster = single.cluster
+    if not isinstance(cluster, ClusterEntry):
+        return None, None, False
+    label = f"kubeconfig {where}: clusters[{outside_text(single.context.cluster, limit=60)!r}].cluster"
+    name = cluster.tls_server_name or None
+    if name is not None and (len(name) > 253 or not header_safe(name) or url_problem(f"https://{name}") is not None
+                             or ":" in name):
+        raise ConfigError(f"{label}.tls-server-name is not a host name")
+    proxy = cluster.proxy_url or None
+    if proxy is not None:
+        problem = proxy_problem(proxy)
+        if problem is not None:
+            raise ConfigError(f"{label}.proxy-url {problem}")
+    return name, proxy, cluster.disable_compression
+
+
+def _exec_cluster(single: SingleConfig, access: KubeAccess) -> JsonObject:
+    """What client-go gives an exec plugin as ExecCredential spec.cluster when the plugin asks
+    for it (`provideClusterInfo: true`; rest/exec.go ConfigToExecCluster, pkg/apis/
+    clientauthentication/v1 Cluster): the server, its TLS settings, the proxy and the cluster's
+    `client.authentication.k8s.io/exec` extension as `config`."""
+    out: JsonObject = {"server": access.server}
+    if access.tls_server_name:
+        out["tls-server-name"] = access.tls_server_name
+    if access.insecure:
+        out["insecure-skip-tls-verify"] = True
+    if access.ca_pem:
+        out["certificate-authority-data"] = base64.b64encode(access.ca_pem.encode()).decode()
+    if access.proxy:
+        out["proxy-url"] = access.proxy
+    if access.disable_compression:
+        out["disable-compression"] = True
+    cluster = single.cluster
+    for ext in (cluster.extensions or []) if isinstance(cluster, ClusterEntry) else []:
+        if ext.name == EXEC_EXTENSION:
+            out["config"] = ext.extension
+    return out
+
+
+def _refuse_unsupported(user: User, label: str, where: str) -> None:
+    """User fields client-go acts on that this client cannot honour: refused, never dropped."""
+    if not isinstance(user, UserEntry):
+        return
+    for field_name, value in (("as", user.impersonate), ("as-uid", user.impersonate_uid),
+                              ("as-groups", user.impersonate_groups), ("as-user-extra", user.impersonate_extra)):
+        if value:
+            raise ConfigError(f"kubeconfig {where}: {label}.{field_name} (impersonation) is not supported: the "
+                              "requests would be made as the credential's own user, not the one named; remove it")
+    mode = user.exec.interactiveMode if user.exec is not None else None
+    if mode is not None and mode not in INTERACTIVE_MODES:
+        raise ConfigError(f"kubeconfig {where}: {label}.exec.interactiveMode must be one of "
+                          f"{', '.join(INTERACTIVE_MODES)}")
+    if mode == "Always":
+        # client-go: "exec plugin cannot support interactive mode: standard input is not a terminal".
+        raise ConfigError(f"kubeconfig {where}: {label}.exec.interactiveMode is Always, but the credential plugin "
+                          "runs without a terminal here; use a plugin that needs no prompt (Never or IfAvailable)")
 
 
 def load_kubeconfig(path: Path | str, context: str | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> KubeAccess:
@@ -244,11 +359,21 @@ def load_kubeconfig(path: Path | str, context: str | None = None, timeout: float
     single = _select(config, context, where)
     server = _server(single, where)
     user = single.user or User()
+    _refuse_unsupported(user, f"users[{outside_text(single.context.user or '', limit=60)!r}].user", where)
+    tls_name, proxy, no_compression = _cluster_options(single, where)
     ca = _pem(single, single.cluster.certificate_auth_data, single.cluster.certificate_auth,
               "certificate-authority", where)
+    if ca is not None and single.cluster.insecure:
+        # client-go transport/transport.go TLSConfigFor: "specifying a root certificates file
+        # with the insecure flag is not allowed" (kubectl refuses the pair).
+        raise ConfigError(f"kubeconfig {where}: cluster {outside_text(single.context.cluster, limit=60)!r} sets "
+                          "both insecure-skip-tls-verify: true and a certificate-authority, which would turn "
+                          "verification off; remove insecure-skip-tls-verify")
     cert = _pem(single, user.client_cert_data, user.client_cert, "client-certificate", where)
     key = _pem(single, user.client_key_data, user.client_key, "client-key", where)
     if (cert is None) != (key is None):
         raise ConfigError(f"kubeconfig {where}: a client certificate needs its key, and a key its certificate")
-    token = _credential(single, where, timeout)
-    return KubeAccess(server, token, ca, cert, key, single.cluster.insecure, where)
+    access = KubeAccess(server, None, ca, cert, key, single.cluster.insecure, where, tls_name, proxy,
+                        no_compression)
+    token = _credential(single, where, timeout, access)
+    return replace(access, token=token)

@@ -1,54 +1,23 @@
-"""Reading a file a kubeconfig names (or the kubeconfig itself) within a bound: only regular
-files (a FIFO, /dev/zero or a directory is refused before any byte is read), at most `limit`
-bytes (the size is checked before reading: an 8 GB sparse file is not read), opened without
-blocking (a FIFO with no writer cannot stall the read)."""
+"""Reading a file a kubeconfig names (or the kubeconfig itself) within a bound: modelplane.files'
+rule (regular files only, at most `limit` bytes, never blocking), its errors as ConfigError
+naming the kubeconfig that named the file."""
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
-from modelplane.redact import outside_text
+from modelplane.files import FileReadError, read_regular_file, shown
 
 from .errors import ConfigError
-
-
-def shown(path: Path | str) -> str:
-    """A path as messages print it (a file name may hold anything)."""
-    return outside_text(str(path), limit=200)
 
 
 def read_bounded(path: Path, what: str, where: str, limit: int) -> bytes:
     """The bytes of a regular file of at most `limit` bytes; ConfigError naming `what` and
     the file (and `where`, the kubeconfig that named it) otherwise."""
-    prefix = f"{where}: " if where else ""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise ConfigError(f"{prefix}cannot read {what} {shown(path)}: {why}") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise ConfigError(f"{prefix}{what} {shown(path)} is not a regular file (a device, FIFO or "
-                              "directory cannot hold one)")
-        if info.st_size > limit:
-            raise ConfigError(f"{prefix}{what} {shown(path)} is larger than {limit} bytes")
-        chunks, size = [], 0
-        while size <= limit:
-            try:
-                chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            except BlockingIOError:
-                raise ConfigError(f"{prefix}{what} {shown(path)} could not be read without waiting") from None
-            except OSError as exc:
-                raise ConfigError(f"{prefix}cannot read {what} {shown(path)}: {exc.strerror or exc}") from None
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise ConfigError(f"{prefix}{what} {shown(path)} is larger than {limit} bytes")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
+        return read_regular_file(path, what, limit)
+    except FileReadError as exc:
+        raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
+
+
+__all__ = ["read_bounded", "shown"]

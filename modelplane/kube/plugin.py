@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 from lightkube.config.models import UserExec
 
+from modelplane.json_types import JsonObject
 from modelplane.limits import MAX_PLUGIN_OUTPUT_BYTES
 from modelplane.processes import kill_group, reap, start
 from modelplane.redact import outside_text
@@ -42,16 +43,21 @@ def command_name(spec: UserExec) -> str:
     return outside_text(Path(spec.command).name or spec.command, limit=80)
 
 
-def run_plugin(spec: UserExec, where: str, timeout: float) -> str:
-    """The token the plugin prints (ExecCredential status.token), within `timeout` seconds."""
+def run_plugin(spec: UserExec, where: str, timeout: float, cluster: JsonObject | None = None) -> str:
+    """The token the plugin prints (ExecCredential status.token), within `timeout` seconds.
+    `cluster` (the plugin's `provideClusterInfo: true`) goes to it as spec.cluster, as client-go
+    passes it (plugin/pkg/client/auth/exec/exec.go refreshCredsLocked)."""
     name = command_name(spec)
     if spec.apiVersion not in EXEC_API_VERSIONS:
         raise ConfigError(f"{where}: users[].user.exec.apiVersion of the credential plugin {name} is not one of "
                           f"{', '.join(EXEC_API_VERSIONS)}")
     env = dict(os.environ)
     env.update({var.name: var.value for var in spec.env or []})
+    request: JsonObject = {"interactive": False}
+    if cluster is not None:
+        request["cluster"] = cluster
     env["KUBERNETES_EXEC_INFO"] = json.dumps({"apiVersion": spec.apiVersion, "kind": "ExecCredential",
-                                              "spec": {"interactive": False}})
+                                              "spec": request})
     try:
         proc: subprocess.Popen[bytes] = start([spec.command, *(spec.args or [])], stdin=subprocess.DEVNULL,
                                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,

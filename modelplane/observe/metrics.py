@@ -10,14 +10,18 @@ On every cluster at once (one thread each), within `timeout` seconds in all:
    of the autoscaled deployments, typed as modelplane.observe.schema reads them;
 2. for each Ready one, GET `/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy/metrics` (the API
    server's pod proxy, with the kubeconfig's credentials): at most MAX_METRICS_RESPONSE_BYTES
-   an answer, inflated by our client with its bound, never redirected. With `window` > 0 each
+   an answer, inflated by our client with its bound, never redirected; POD_READERS pods at once,
+   each within POD_READ_SHARE of the timeout (a pod that does not answer in it is that pod's
+   reason, not its cluster's). With `window` > 0 each
    pod is read twice, `window` seconds apart, so a histogram's percentile covers that interval;
 2'. or, for a cluster whose Prometheus the user named, instant queries there instead
    (`GET /api/v1/query`, through the API server's service proxy or at a URL), bounded the same
    way and at most MAX_METRICS_SAMPLES samples (modelplane.autoscale.prometheus writes them).
 
-What the pods answered is kept as bytes (parsed later by modelplane.autoscale.exposition); a
-pod whose answer could not be had gets the reason instead, as outside text (no URL user-info,
+Of what the pods answered, only the lines of the engines' series are kept, as bytes
+(modelplane.autoscale.exposition.select_families; parsed later by the same module), so a pod
+that answers megabytes of other series costs its read, not its size in memory; a pod whose
+answer could not be had gets the reason instead, as outside text (no URL user-info,
 no token, no control character). A cluster whose API server does not answer is Unreachable, one
 whose kubeconfig or answers are unusable NotRead (read.py's kinds): both a reason, never a value.
 """
@@ -28,14 +32,17 @@ import contextlib
 import threading
 import time
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 import msgspec
 
+from modelplane.autoscale.engines import SERIES_NAMES
+from modelplane.autoscale.exposition import ExpositionError, select_families
 from modelplane.json_types import JsonMapping
-from modelplane.kube import BadAnswer, KubeAccess, KubeClient, decode
+from modelplane.kube import BadAnswer, KubeAccess, KubeClient, NoAnswer, decode
 from modelplane.limits import MAX_METRICS_RESPONSE_BYTES, MAX_METRICS_SAMPLES
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
 from modelplane.render.meta import ENGINE_PORT
@@ -47,6 +54,12 @@ from .schema import Pod
 
 # Pods scraped per cluster and read: past it the rest are not read (missing replicas, said so).
 MAX_SCRAPED_PODS = 1000
+# What one pod's /metrics request may take of a cluster read's timeout (it has at least
+# MIN_POD_READ_S), and how many of a cluster's pods are read at once: a dripping pod costs its
+# reader this much, not the whole read of its cluster.
+POD_READ_SHARE = 0.25
+MIN_POD_READ_S = 0.5
+POD_READERS = 8
 SERVING_PODS = f"{OURS},{LABEL_SERVING}"
 METRICS_ACCEPT = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 SERIES_LABELS = ("namespace", "pod", "le")
@@ -146,16 +159,23 @@ def proxy_path(namespace: str, pod: str, port: int = ENGINE_PORT) -> str:
     return f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}:{port}/proxy/metrics"
 
 
-def _get(kube: KubeClient, path: str, deadline: float) -> tuple[bytes | None, str | None]:
-    """(body, None) or (None, why): the pod's answer through the proxy, bounded."""
+def _get(kube: KubeClient, path: str, deadline: float, share: float) -> tuple[bytes | None, str | None]:
+    """(body, None) or (None, why): the pod's answer through the proxy, bounded, within `share`
+    seconds of its own: a pod that answers slowly (or not) is that pod's reason, and leaves the
+    others of its cluster the rest of the time."""
     try:
-        answer = kube.request("GET", path, deadline=deadline, limit=MAX_METRICS_RESPONSE_BYTES,
-                              headers={"Accept": METRICS_ACCEPT})
+        answer = kube.request("GET", path, deadline=min(deadline, time.monotonic() + share),
+                              limit=MAX_METRICS_RESPONSE_BYTES, headers={"Accept": METRICS_ACCEPT})
     except BadAnswer as exc:
         return None, _reason(f"/metrics unusable: {exc}")
+    except NoAnswer as exc:
+        return None, _reason(f"/metrics did not answer: {exc}")
     code = answer.status_code
     if code == 200:
-        return bytes(answer.content), None
+        try:
+            return select_families(answer.content, SERIES_NAMES), None
+        except ExpositionError as exc:
+            return None, str(exc)
     if code in (401, 403):
         raise BadAnswer(f"{answer.what}: HTTP {code}, the credentials were refused")
     return None, f"the pod's /metrics answered HTTP {code} through the API server's proxy"
@@ -193,6 +213,7 @@ def read_cluster_metrics(cluster: str, kubeconfig: Path | str, deployments: Coll
     """The serving pods of `deployments` on one cluster, with each Ready pod's /metrics (the pod
     proxy) or, given a `prometheus`, the vectors of `queries` instead."""
     deadline = time.monotonic() + timeout
+    share = max(timeout * POD_READ_SHARE, MIN_POD_READ_S)
     wanted = set(deployments)
 
     def scrape(kube: KubeClient) -> ClusterMetrics:
@@ -213,12 +234,20 @@ def read_cluster_metrics(cluster: str, kubeconfig: Path | str, deployments: Coll
                     stack.enter_context(asked)
                 vectors = tuple(query(asked, prometheus, q, deadline) for q in queries)
             return ClusterMetrics(cluster, listed, vectors)
-        first: dict[int, tuple[bytes | None, str | None]] = {}
-        if window > 0:
-            for i, (key, name, ready) in enumerate(ours[:MAX_SCRAPED_PODS]):
-                if ready:
-                    first[i] = _get(kube, proxy_path(key.namespace, name, port), deadline)
-            time.sleep(max(0.0, min(window, deadline - time.monotonic() - 0.5)))
+        ready_pods = {i: proxy_path(key.namespace, name, port)
+                      for i, (key, name, ready) in enumerate(ours[:MAX_SCRAPED_PODS]) if ready}
+        with ThreadPoolExecutor(POD_READERS, thread_name_prefix=f"observe-{cluster}-pods") as pool:
+
+            def each() -> dict[int, tuple[bytes | None, str | None]]:
+                # Every answer within its share of the timeout: the pool is done by the deadline.
+                futures = {i: pool.submit(_get, kube, path, deadline, share) for i, path in ready_pods.items()}
+                return {i: f.result() for i, f in futures.items()}
+
+            first: dict[int, tuple[bytes | None, str | None]] = {}
+            if window > 0:
+                first = each()
+                time.sleep(max(0.0, min(window, deadline - time.monotonic() - 0.5)))
+            last = each()
         out = []
         for i, (key, name, ready) in enumerate(ours):
             if i >= MAX_SCRAPED_PODS:
@@ -227,7 +256,7 @@ def read_cluster_metrics(cluster: str, kubeconfig: Path | str, deployments: Coll
             elif not ready:
                 out.append(PodScrape(key, name, ready))
             else:
-                body, error = _get(kube, proxy_path(key.namespace, name, port), deadline)
+                body, error = last[i]
                 out.append(PodScrape(key, name, ready, body, first.get(i, (None, None))[0], error))
         return ClusterMetrics(cluster, tuple(out))
 

@@ -55,11 +55,12 @@ def format_capacity(capacity: FleetCapacity, health: Mapping[str, ClusterHealth]
     return "\n".join(capacity_lines(capacity, health)) + "\n"
 
 
-def format_verification(report: Verification) -> str:
-    """One line per placed replica, its problems under it, then the verdict."""
-    rows = [("REPLICA", "DEPLOYMENT", "CLUSTER", "STATUS", "PODS")]
+def format_verification(report: Verification, *, wide: bool = False) -> str:
+    """One line per placed replica (`wide`: with its index and problem count), its problems
+    under it, then the verdict."""
+    rows = [("REPLICA", "DEPLOYMENT", "CLUSTER", "STATUS", "PODS") + (("INDEX", "PROBLEMS") if wide else ())]
     rows += [(r.replica, f"{r.namespace}/{r.deployment}", r.cluster, r.status, f"{r.pods}/{r.expected}")
-             for r in report.replicas]
+             + ((str(r.index), str(len(r.problems))) if wide else ()) for r in report.replicas]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     out = []
     for i, row in enumerate(rows):

@@ -17,11 +17,13 @@ Every rule about which objects land where lives here and in the renderers it cal
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from modelplane.api import Fleet, InferenceCluster, ModelCache
 from modelplane.autoscale.state import Draining, with_leaving
+from modelplane.clouds.aws import gateway_service_annotations
 from modelplane.gateway.config import ServiceRoute
 from modelplane.gateway.fleet import fleet_routes, leaving_routes, placement_endpoints
 from modelplane.render import RenderError, render_cache, render_replica
@@ -38,6 +40,7 @@ from modelplane.render.gateway import (
     static_gateway_url,
     workload_gateway_name,
 )
+from modelplane.render.gitops import autoscaler_iam, serving_stack_provided
 from modelplane.render.mock_engine import render_mock_engine_configmap, ships_mock_engine
 from modelplane.render.names import cache_secret_name
 from modelplane.render.namespace import BUILTIN_NAMESPACES, render_namespace, render_system_namespace
@@ -81,6 +84,11 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
     """What a workload cluster runs whatever the placement."""
     spec = _cluster(fleet, cluster)
     gateway = workload_gateway_name(cluster)
+    control = fleet.control_gateway()
+    # Internal when the control plane runs on this very cluster (same VPC); from another cluster
+    # (another VPC, region or cloud) the control plane reaches it over the internet, the hop
+    # authenticated both ways by mutual TLS (docs/data-path.md).
+    colocated = control is not None and control.spec.cluster_name == cluster
     return ClusterFoundation(
         name=cluster,
         system_namespace=render_system_namespace(cluster),
@@ -88,9 +96,19 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
         kai_queue=render_kai_queue() if dynamo(spec) else None,
         charts=tuple(chart_specs(spec, fleet)),
         gateway=tuple(gateway_objects(gateway, node_port=NODE_PORT if spec.source == "Kind" else None,
-                                      secrets=[hop_volume(gateway)], tls=True)),
+                                      secrets=[hop_volume(gateway)], tls=True,
+                                      service_annotations=_load_balancer(fleet, spec.source, internal=colocated))),
         hop=hop_need(gateway, f"the hop certificate of cluster {cluster}'s gateway (mutual TLS)"),
+        provided=serving_stack_provided(spec),
+        autoscaler_iam=autoscaler_iam(spec),
     )
+
+
+def _load_balancer(fleet: Fleet, source: str, *, internal: bool) -> Callable[[Sequence[int]], dict[str, str]] | None:
+    """The gateway Service's load balancer annotations on `source` (EKS: an NLB), or None."""
+    if source != "EKS":
+        return None
+    return functools.partial(gateway_service_annotations, fleet, internal=internal)
 
 
 def cache_clusters(fleet: Fleet, cache: ModelCache, placement: FleetPlacement | None = None) -> list[str]:
@@ -254,9 +272,11 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
     static = fleet_routes_for(fleet, FleetPlacement([]))
     mode: EgressMode | None = egress if any(b.endpoint.external for r in static for b in r.backends) else None
     edge = plan_edge(fleet)
+    source = fleet.clusters[cluster].source if in_fleet else control.source
     gateway = gateway_objects(CONTROL_GATEWAY, node_port=CONTROL_NODE_PORT if kind else None,
                               static_routes=static, egress=mode, secrets=[hop_volume(CONTROL_GATEWAY), *edge.volumes],
-                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect)
+                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect,
+                              service_annotations=_load_balancer(fleet, source, internal=False))
     if mode == "reference":
         gateway.append(egress_configmap(CONTROL_GATEWAY, static))
     if edge.auth:

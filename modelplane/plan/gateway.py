@@ -129,7 +129,7 @@ def edge_names(fleet: Fleet) -> list[str]:
 def callers_secret_data(keys: dict[str, str]) -> dict[str, str]:
     """The callers Secret the program writes: identity -> `sha256:<hex>`, never the key, so
     neither the cluster nor the gateway ever holds one (the plugin compares hashes). A bad
-    entry is refused naming the caller, never its key."""
+    entry, or two callers with one key, is refused naming the callers, never the key."""
     for caller, key in sorted(keys.items()):
         if not isinstance(caller, str) or not re.fullmatch(CALLER_PATTERN, caller):
             raise GatewaySecurityError(f"{GATEWAY_KEYS_CONFIG}: caller {str(caller)[:64]!r} is not a valid identity "
@@ -138,5 +138,14 @@ def callers_secret_data(keys: dict[str, str]) -> dict[str, str]:
         if not isinstance(key, str) or len(key.strip()) < MIN_KEY_LENGTH:
             raise GatewaySecurityError(f"{GATEWAY_KEYS_CONFIG}[{caller!r}]: the API key must be a string of at least "
                                        f"{MIN_KEY_LENGTH} characters (its value is not shown)")
-    return {caller: "sha256:" + hashlib.sha256(key.strip().encode()).hexdigest()
-            for caller, key in sorted(keys.items())}
+    hashed = {caller: "sha256:" + hashlib.sha256(key.strip().encode()).hexdigest()
+              for caller, key in sorted(keys.items())}
+    owners: dict[str, list[str]] = {}
+    for caller, digest in hashed.items():
+        owners.setdefault(digest, []).append(caller)
+    shared = [names for names in owners.values() if len(names) > 1]
+    if shared:
+        # The plugin cannot tell such callers apart and accepts none of them: refuse it here.
+        raise GatewaySecurityError(f"{GATEWAY_KEYS_CONFIG}: callers {', '.join(shared[0])} have the same API key "
+                                   "(its value is not shown); give each caller its own key")
+    return hashed

@@ -19,6 +19,7 @@ from modelplane.render.gateway import (
     workload_gateway_name,
     workload_hop,
 )
+from modelplane.render.gitops import serving_stack_files, serving_stack_objects
 from modelplane.render.serving import ChartSpec
 from modelplane.scheduler import FleetPlacement, PlacedReplica
 from modelplane.vocabulary import SYSTEM_NAMESPACE, Manifest
@@ -33,6 +34,7 @@ KIND_ORDER = {
     "Role": 1,
     "RoleBinding": 1,
     "Queue": 1,
+    "ResourceQuota": 1,
     "ConfigMap": 1,
     "PersistentVolumeClaim": 1,
     "Job": 2,
@@ -130,6 +132,17 @@ class ClusterFoundation:
     charts: tuple[ChartSpec, ...]       # the serving stack (Helm, not manifests)
     gateway: tuple[Manifest, ...]       # the workload gateway's static ConfigMap, Deployment, Service
     hop: SecretNeed | None = None       # its hop certificate's Secret (mutual TLS with the control plane)
+    provided: bool = False              # Existing, components: Provided: its platform team runs the stack
+    autoscaler_iam: JsonObject | None = None   # EKS: what the cluster-autoscaler needs in IAM
+
+    def stack_objects(self) -> list[Manifest]:
+        """The serving stack's manifests as GitOps applies them (modelplane.render.gitops): its
+        charts' namespaces and pre-chart objects; none when the platform team runs the stack."""
+        return [] if self.provided else serving_stack_objects(self.charts)
+
+    def stack_files(self) -> dict[str, str]:
+        """Its chart references, values and cloud prerequisites, relative path -> text."""
+        return {} if self.provided else serving_stack_files(self.charts, self.autoscaler_iam)
 
     @property
     def gateway_name(self) -> str:
@@ -238,9 +251,15 @@ class FleetPlan:
     def route(self, namespace: str, name: str) -> ServiceRoute | None:
         return next((r for r in self.routes if (r.namespace, r.name) == (namespace, name)), None)
 
+    def files(self) -> dict[str, dict[str, str]]:
+        """Cluster name -> the serving stack's other files (charts, values, IAM), path -> text."""
+        return {name: files for name, plan in self.clusters.items() if (files := plan.foundation.stack_files())}
+
     def manifests(self, gateway_urls: Mapping[str, str]) -> dict[str, list[Manifest]]:
-        """Cluster name -> every manifest applied there (GitOps: one directory each)."""
-        out = {name: plan.objects() for name, plan in self.clusters.items()}
+        """Cluster name -> every manifest applied there (GitOps: one directory each), the serving
+        stack's namespaces and pre-chart objects included (ClusterFoundation.stack_objects)."""
+        out = {name: sorted([*plan.objects(), *plan.foundation.stack_objects()], key=sort_key)
+               for name, plan in self.clusters.items()}
         control = self.control.objects(self.routes, gateway_urls)
         out[self.control.cluster] = sorted([*out.get(self.control.cluster, []), *control], key=sort_key)
         return out

@@ -31,9 +31,14 @@ from .meta import CACHE_MOUNT, DEFAULT_REVISION, RenderError, metadata
 from .names import cache_job_name, cache_pvc_name, cache_secret_name
 from .readiness import staging_timeout_s, with_timeout
 
-STAGING_IMAGE = "python:3.12-slim"
-# `hf` exists since 0.34; `huggingface-cli` is a failing stub from 1.11 on.
-HUB_REQUIREMENT = "huggingface_hub>=0.34,<2"
+# What the staging Job runs in, and engine pods wait in, unless the ModelCache names
+# `spec.stagingImage`: an image that carries the `hf` CLI (huggingface_hub >= 0.34; `huggingface-cli`
+# is a failing stub from 1.11 on), so nothing is installed at run time (a VPC without egress
+# could not). vLLM's image installs vllm, which requires transformers >= 4.56
+# (vllm-project/vllm requirements/common.txt), which requires huggingface-hub >= 0.34.0, < 1.0
+# (transformers 4.56.0's package metadata); it is the image the examples' engines run, so the
+# nodes pull it once.
+STAGING_IMAGE = "vllm/vllm-openai:v0.26.0"
 # Inside the PVC: the Hugging Face cache (HF_HUB_CACHE of the engines) and the markers.
 HUB_SUBDIR = ".hf/hub"
 HUB_CACHE = f"{CACHE_MOUNT}/{HUB_SUBDIR}"
@@ -66,6 +71,10 @@ def cache_labels(cache: ModelCache, cluster: InferenceCluster) -> dict[str, str]
             LABEL_CLUSTER: cluster.metadata.name}
 
 
+def staging_image(cache: ModelCache) -> str:
+    return cache.spec.staging_image or STAGING_IMAGE
+
+
 def staging_script(repo: str, revision: str) -> str:
     marker = shlex.quote(staged_marker(repo, revision))
     repo_dir = f"{HUB_SUBDIR}/models--{repo.replace('/', '--')}"
@@ -76,7 +85,6 @@ def staging_script(repo: str, revision: str) -> str:
     return "\n".join([
         "set -eu",
         f"if [ -f {marker} ]; then echo 'already staged'; exit 0; fi",
-        f"pip install --no-cache-dir --quiet {shlex.quote(HUB_REQUIREMENT)}",
         f"hf download {shlex.quote(repo)} --revision {shlex.quote(revision)} --cache-dir {HUB_CACHE}",
         f"cd {CACHE_MOUNT}",
         f"snapshot={shlex.quote(repo_dir)}/snapshots/{sha}",
@@ -98,7 +106,7 @@ def wait_for_cache_container(cache: ModelCache, namespace: str) -> Manifest:
     message = shlex.quote(f"waiting for ModelCache {namespace}/{cache.metadata.name} ({hf.repo}@{revision}) "
                           f"to be staged by Job {job}")
     return {
-        "name": WAIT_CONTAINER, "image": STAGING_IMAGE, "command": ["/bin/sh", "-c"],
+        "name": WAIT_CONTAINER, "image": staging_image(cache), "command": ["/bin/sh", "-c"],
         "args": [f"until [ -f {marker} ]; do echo {message}; sleep 10; done"],
         "volumeMounts": [{"name": "model-cache", "mountPath": CACHE_MOUNT, "readOnly": True}],
     }
@@ -122,7 +130,7 @@ def _job(cache: ModelCache, namespace: str, labels: dict[str, str]) -> Manifest:
     hf = hugging_face(cache)
     container: Manifest = {
         "name": "hydrate",
-        "image": STAGING_IMAGE,
+        "image": staging_image(cache),
         "command": ["/bin/sh", "-c"],
         "args": [staging_script(hf.repo, hf.revision or DEFAULT_REVISION)],
     }

@@ -4,21 +4,24 @@ The requests are the ones the scheduler resolved and recorded in the placement
 (`EnginePlacement.requests`): renderers draw exactly what the fleet scheduler matched and
 never run the matching themselves.
 
-A member claiming GPUs and DRANET EFA devices gets them in aligned pairs: the GPU request is
+A member claiming GPUs and DRANET EFA devices gets them in aligned groups: the GPU request is
 split into one request per GPU (or per group of GPUs sharing an EFA), each paired with its
 share of the EFA request under a `matchAttribute: resource.kubernetes.io/pcieRoot` constraint,
 which both drivers publish, so each GPU talks through an EFA on its own PCIe root
 (k8s-api-shapes.md §9.1; DRA v1 `DeviceConstraint.matchAttribute`: every device of the listed
 requests must carry the attribute with one value, so one constraint over all eight GPUs could
-never be met). Counts that do not divide are claimed unaligned.
+never be met). Counts that do not divide are claimed unaligned. The grouping is
+modelplane.clouds.pcie.efa_alignment; the scheduler refused every pool whose instance type
+cannot hold it (the device-fit plugin, modelplane.scheduler.plugins.device_fit.alignment), so
+what is rendered here can be allocated.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from math import gcd
 
 from modelplane.api import Engine, Member
+from modelplane.clouds.pcie import efa_alignment
 from modelplane.scheduler import ResolvedRequest
 from modelplane.vocabulary import ATTRIBUTE_PCIE_ROOT, DRANET_DRIVER, LABEL_ENGINE, Manifest
 
@@ -81,14 +84,14 @@ def device_requests(requests: list[ResolvedRequest], drivers: Mapping[str, str])
     if len(efa) != 1 or len(others) != 1:
         return {"requests": [_request(q) for q in requests]}
     gpu, nic = others[0], efa[0]
-    pairs = gcd(gpu.count, nic.count)
-    if pairs not in (gpu.count, nic.count):     # neither count divides the other: no even pairing
+    alignment = efa_alignment([gpu.count], [nic.count])
+    if alignment is None:     # neither count divides the other: no even pairing
         return {"requests": [_request(q) for q in requests]}
     out: list[Manifest] = []
     constraints: list[Manifest] = []
-    for i in range(pairs):
+    for i in range(alignment.groups):
         g, e = _indexed(gpu.name, i), _indexed(nic.name, i)
-        out += [_request(gpu, g, gpu.count // pairs), _request(nic, e, nic.count // pairs)]
+        out += [_request(gpu, g, alignment.gpus), _request(nic, e, alignment.efas)]
         constraints.append({"requests": [g, e], "matchAttribute": ATTRIBUTE_PCIE_ROOT})
     return {"requests": out, "constraints": constraints}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from modelplane.api import Engine, Fleet, ModelDeployment
 from modelplane.clouds.aws import EFA_RESOURCE, member_efa_share
 from modelplane.vocabulary import Manifest
 
@@ -9,8 +10,13 @@ from .context import MemberContext
 from .env import injected_env, merge_env
 from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
 from .mock_engine import mock_engine_mount, ships_mock_engine
+from .pd_router import engine_family
 
 DSHM_VOLUME = "dshm"
+# SGLang serves /metrics only when started with it (sgl-project/sglang python/sglang/srt/
+# entrypoints/http_server.py mounts it, add_prometheus_middleware, only `if
+# server_args.enable_metrics`, off by default): without it the autoscaler reads nothing.
+SGLANG_METRICS_FLAG = "--enable-metrics"
 CACHE_VOLUME = "model-cache"
 
 
@@ -28,11 +34,20 @@ def has_flag(args: list[str], flag: str) -> bool:
     return any(a == flag or a.startswith(flag + "=") for a in args)
 
 
+def needs_metrics_flag(fleet: Fleet, deployment: ModelDeployment, engine: Engine) -> bool:
+    """An SGLang engine whose /metrics something reads: the deployment's ReplicaAutoscaler (the
+    only reader of engine metrics, through observe's cluster access: modelplane.observe.metrics).
+    vLLM serves /metrics unconditionally."""
+    key = (deployment.metadata.namespace or "default", deployment.metadata.name)
+    return engine_family(engine) == "sglang" and fleet.autoscaler_for(key) is not None
+
+
 def engine_args(m: MemberContext, user_args: list[str] | None, *, has_command: bool) -> list[str] | None:
     """Flags appended to an image-entrypoint engine (`vllm serve`).
 
     A custom command owns its own command line (a shell script, Ray bootstrap), so it
-    only gets the values as env (MODELPLANE_MODEL_REVISION, MODELPLANE_LOAD_FORMAT).
+    only gets the values as env (MODELPLANE_MODEL_REVISION, MODELPLANE_LOAD_FORMAT); the
+    `sglang-metrics` check reports one that lacks `--enable-metrics` where it is needed.
     """
     if has_command:
         return user_args
@@ -43,6 +58,9 @@ def engine_args(m: MemberContext, user_args: list[str] | None, *, has_command: b
         args += ["--revision", r.revision or ""]
     if m.modelexpress_loader and not has_flag(args, "--load-format"):
         args += ["--load-format", "modelexpress"]
+    if (m.serving and needs_metrics_flag(r.fleet, r.deployment, m.engine)
+            and not has_flag(args, SGLANG_METRICS_FLAG)):
+        args.append(SGLANG_METRICS_FLAG)
     return args or user_args
 
 

@@ -20,13 +20,14 @@ sources travel as a ConfigMap mounted under Traefik's working directory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import yaml
 
 from modelplane.api import InferenceCluster
+from modelplane.api.inference_cluster import GATEWAY_SERVICE_SUFFIX
 from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
 from modelplane.gateway.security import PLUGIN_MODULE, PLUGINS_DIR, CertFiles, HopTls, hop_server_name
 from modelplane.json_types import JsonMapping, JsonObject
@@ -117,7 +118,7 @@ def hop_server_names(clusters: Mapping[str, InferenceCluster]) -> dict[str, str]
 
 
 def workload_gateway_name(cluster: str) -> str:
-    return f"{cluster}-gateway"
+    return f"{cluster}{GATEWAY_SERVICE_SUFFIX}"   # the load checks the name fits (ClusterMeta)
 
 
 def egress_name(gateway: str) -> str:
@@ -214,13 +215,16 @@ def plugin_configmap(name: str) -> Manifest:
 
 def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence[ServiceRoute] = (),
                     egress: EgressMode | None = None, secrets: Sequence[SecretVolume] = (),
-                    tls: bool = False, plugins: bool = False, redirect: bool = False) -> list[Manifest]:
+                    tls: bool = False, plugins: bool = False, redirect: bool = False,
+                    service_annotations: Callable[[Sequence[int]], Mapping[str, str]] | None = None
+                    ) -> list[Manifest]:
     """The Traefik static ConfigMap, Deployment and Service of one gateway. `static_routes`
     (the routes of hand-written endpoints) decide the egress entrypoints; `egress` how the
     egress configuration is mounted, None for a gateway without any. `secrets` are mounted
     read-only; `tls`: the Service serves HTTPS on 443; `plugins`: the callerauth plugin is
     loaded (its ConfigMap, `plugin_configmap`, is mounted); `redirect`: plain HTTP on 80 only
-    redirects."""
+    redirects; `service_annotations(ports)`: the LoadBalancer Service's annotations for the ports
+    it listens on (the cloud's load balancer: modelplane.clouds.aws.gateway_service_annotations)."""
     labels = _labels(name)
     ports = egress_ports(static_routes)
     static = static_config(f":{WEB_PORT}", CONFIG_DIR, {n: f"127.0.0.1:{p}" for n, p in ports.items()},
@@ -257,6 +261,8 @@ def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence
     service_ports = [port]
     if redirect:
         service_ports.append({"name": "plain", "port": 80, "targetPort": PLAIN_PORT})
+    lb = service_annotations([p["port"] for p in service_ports]) if service_annotations and not node_port else None
+    service_meta = metadata(name, labels, SYSTEM_NAMESPACE, annotations=lb)
     return [
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata(f"{name}-static", labels, SYSTEM_NAMESPACE),
          "data": {"traefik.yaml": dump(static)}},
@@ -266,7 +272,7 @@ def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence
                 "containers": [container], "volumes": volumes}}}},
         # A LoadBalancer Service is awaited until it has an address, which the service
         # URLs and the control plane's routes need.
-        {"apiVersion": "v1", "kind": "Service", "metadata": metadata(name, labels, SYSTEM_NAMESPACE), "spec": {
+        {"apiVersion": "v1", "kind": "Service", "metadata": service_meta, "spec": {
             "type": "NodePort" if node_port else "LoadBalancer", "selector": {"app": name}, "ports": service_ports}},
     ]
 

@@ -20,7 +20,11 @@ import yaml
 
 from modelplane.vocabulary import Manifest
 
+from .gitops import CHARTS_DIR, CLOUD_DIR
+
 INDEX = ".modelplane-render.json"
+# Subdirectories of a cluster directory that hold the serving stack's files.
+SERVING_STACK_DIRS = (CHARTS_DIR, CLOUD_DIR)
 STAGING_PREFIX = ".modelplane-render-"
 
 
@@ -60,8 +64,18 @@ def _previous_clusters(out: Path) -> set[str]:
     return {c for c in clusters or [] if isinstance(c, str) and c and "/" not in c and c not in (".", "..")}
 
 
-def write_cluster_dirs(out_dir: str | Path, manifests: Mapping[str, Sequence[Manifest]]) -> int:
-    """Write OUT/<cluster>/<file> for every cluster, replacing what the last run wrote."""
+def _relative(path: str) -> Path:
+    """A file path inside a cluster directory: relative, without `..` (ours, but checked)."""
+    rel = Path(path)
+    if rel.is_absolute() or ".." in rel.parts or not rel.parts:
+        raise ValueError(f"not a path inside a cluster directory: {path!r}")
+    return rel
+
+
+def write_cluster_dirs(out_dir: str | Path, manifests: Mapping[str, Sequence[Manifest]],
+                       files: Mapping[str, Mapping[str, str]] | None = None) -> int:
+    """Write OUT/<cluster>/<file> for every cluster, replacing what the last run wrote; `files`:
+    per cluster, other files by relative path (the serving stack's charts: modelplane.render.gitops)."""
     out = Path(out_dir)
     created = not out.exists()
     out.mkdir(parents=True, exist_ok=True)
@@ -74,6 +88,11 @@ def write_cluster_dirs(out_dir: str | Path, manifests: Mapping[str, Sequence[Man
             target.mkdir()
             for name, obj in zip(file_names(objects), objects, strict=True):
                 (target / name).write_text(to_yaml(obj), encoding="utf-8")
+                written += 1
+            for rel, text in sorted((files or {}).get(cluster, {}).items()):
+                path = target / _relative(rel)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text, encoding="utf-8")
                 written += 1
         (staging / INDEX).write_text(json.dumps({"clusters": sorted(manifests)}, indent=2) + "\n", encoding="utf-8")
         trash = staging / ".replaced"
@@ -92,3 +111,26 @@ def write_cluster_dirs(out_dir: str | Path, manifests: Mapping[str, Sequence[Man
         shutil.rmtree(staging, ignore_errors=True)
         if created and not done:
             shutil.rmtree(out, ignore_errors=True)
+
+
+def write_cluster_files(cluster_dir: str | Path, files: Mapping[str, str]) -> int:
+    """The render stack's copy of what `write_cluster_dirs` writes besides the manifests: replace
+    the serving stack's subdirectories of one cluster directory (the Kubernetes provider owns the
+    rest of it) with `files`. Written to a staging directory first, swapped in per subdirectory."""
+    target = Path(cluster_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=target))
+    try:
+        for rel, text in sorted(files.items()):
+            path = staging / _relative(rel)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        tops = {_relative(rel).parts[0] for rel in files} | set(SERVING_STACK_DIRS)
+        for top in sorted(tops):
+            if (target / top).exists():
+                shutil.rmtree(target / top)
+            if (staging / top).exists():
+                os.replace(staging / top, target / top)
+        return len(files)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,4 +1,5 @@
-"""PrefillDecode routing per engine: SGLang needs its PD router in front, vLLM does not.
+"""PrefillDecode routing per engine family: a P/D router in front of the phases, which sends each
+request to a prefill server and then (SGLang: together with) a decode server.
 
 SGLang: a decode server rejects a request that carries no bootstrap room ("Disaggregated
 request received without bootstrap room id", HTTP 400; sgl-project/sglang#14628,
@@ -11,13 +12,22 @@ Deployment that discovers its prefill and decode pods by label through the Kuber
 the replica's Service selects the router.
 
 vLLM (NixlConnector): a decode (kv_consumer) instance answers a request that carries no
-`kv_transfer_params` by prefilling it itself, so routing straight to decode pods works but
-does not disaggregate; a P/D-aware proxy is needed for that (docs/rendering.md).
+`kv_transfer_params` by prefilling it itself, so without a proxy the prefill pods idle. vLLM's
+router (vllm-project/router, `vllm-router --vllm-pd-disaggregation`, its docs
+model-routing/pd-disaggregation.md and environment/kubernetes.md) sends the request to a
+prefill server with `max_tokens: 1` and `kv_transfer_params: {do_remote_decode: true}`, then to
+a decode server with the `kv_transfer_params` the prefill answered (`--kv-connector nixl`, its
+default); it discovers the pods by label like SGLang's (`--service-discovery
+--prefill-selector ... --decode-selector ...`). The same Deployment, Role and Service shape.
+
+No `pip install` at run time (a VPC without egress could not run it): each router runs from an
+image that carries it, `serving.routerImage` or the family's default (ROUTERS).
 """
 
 from __future__ import annotations
 
 import shlex
+from dataclasses import dataclass
 
 from modelplane.api import Engine
 from modelplane.naming import child_name
@@ -27,9 +37,32 @@ from .context import ReplicaContext
 from .meta import ENGINE_PORT, metadata
 
 ROUTER_COMPONENT = "pd-router"
-ROUTER_IMAGE = "python:3.12-slim"
-# Pinned: the router's CLI is what this module speaks (PyPI sglang-router).
-ROUTER_REQUIREMENT = "sglang-router==0.3.2"
+
+
+@dataclass(frozen=True)
+class RouterKind:
+    """How one engine family's P/D router runs: its default image, the command that starts it,
+    the flags that make it pair prefill and decode servers."""
+
+    image: str
+    command: tuple[str, ...]
+    pd_flags: tuple[str, ...]
+
+
+# The routers' CLIs are what this module speaks; each image carries its router:
+# * lmsysorg/sglang-router:v<version> is built from sgl-project/sglang docker/Dockerfile.router
+#   (installs the sgl-router wheel; ENTRYPOINT python3 -m sglang_router.launch_router) and tagged
+#   v + sgl-router/py_src/sglang_router/version.py (.github/workflows/release-docker-router.yml):
+#   0.3.2, the release whose flags are used here (PyPI sglang-router 0.3.2);
+# * vllm/vllm-router:v<X.Y.Z> is built from vllm-project/router Dockerfile.router (the binary at
+#   /usr/local/bin/vllm-router) by its release pipeline (.buildkite/README.md); 0.1.17, the
+#   release tests/integration/test_vllm_pd_router.py runs (PyPI vllm-router 0.1.17).
+ROUTERS: dict[str, RouterKind] = {
+    "sglang": RouterKind("lmsysorg/sglang-router:v0.3.2", ("python3", "-m", "sglang_router.launch_router"),
+                         ("--pd-disaggregation",)),
+    "vllm": RouterKind("vllm/vllm-router:v0.1.17", ("vllm-router",),
+                       ("--vllm-pd-disaggregation", "--kv-connector", "nixl")),
+}
 BOOTSTRAP_ANNOTATION = "sglang.ai/bootstrap-port"
 DEFAULT_BOOTSTRAP_PORT = "8998"
 
@@ -67,12 +100,21 @@ def bootstrap_port(engine: Engine) -> str:
     return DEFAULT_BOOTSTRAP_PORT
 
 
-def sglang_pd(r: ReplicaContext) -> bool:
-    """A PrefillDecode replica whose phase engines are all SGLang: it needs the router."""
+def pd_family(r: ReplicaContext) -> str | None:
+    """The family of a PrefillDecode replica whose phase engines all run one family that has a
+    P/D router (ROUTERS), else None (Unified, mixed, or an engine of no known family: the
+    Service then selects the decode pods, which answer whole requests)."""
     if not r.prefill_decode:
-        return False
-    phased = [e for e in r.deployment.spec.template.spec.engines if e.phase]
-    return bool(phased) and all(engine_family(e) == "sglang" for e in phased)
+        return None
+    families = {engine_family(e) for e in r.deployment.spec.template.spec.engines if e.phase}
+    family = families.pop() if len(families) == 1 else None
+    return family if family in ROUTERS else None
+
+
+def sglang_pd(r: ReplicaContext) -> bool:
+    """A PrefillDecode replica whose phase engines are all SGLang (its prefill pods announce
+    their bootstrap port)."""
+    return pd_family(r) == "sglang"
 
 
 def router_name(replica: str) -> str:
@@ -87,17 +129,29 @@ def _selector_args(r: ReplicaContext, phase: str) -> list[str]:
     return [f"{LABEL_SERVING}={r.name}", f"{LABEL_PD_ROLE}={phase}"]
 
 
-def render_sglang_router(r: ReplicaContext) -> list[Manifest]:
-    """ServiceAccount, Role and binding (it watches the replica's pods), and the router."""
+def router_image(r: ReplicaContext, family: str) -> str:
+    """`serving.routerImage` (a mirror in a VPC without egress), else the family's default."""
+    serving = r.deployment.spec.template.spec.serving
+    return (serving.router_image if serving is not None else None) or ROUTERS[family].image
+
+
+def router_args(r: ReplicaContext, family: str) -> list[str]:
+    """The router's flags: listen where the Service points, discover the replica's phase pods."""
+    return ["--host", "0.0.0.0", "--port", str(ENGINE_PORT), *ROUTERS[family].pd_flags, "--service-discovery",
+            "--service-discovery-namespace", r.namespace, "--service-discovery-port", str(ENGINE_PORT),
+            "--prefill-selector", *_selector_args(r, "prefill"), "--decode-selector", *_selector_args(r, "decode")]
+
+
+def render_pd_router(r: ReplicaContext) -> list[Manifest]:
+    """ServiceAccount, Role and binding (it watches the replica's pods), and the router of the
+    replica's family; nothing when it needs none (pd_family)."""
+    family = pd_family(r)
+    if family is None:
+        return []
     name = router_name(r.name)
     labels = {**r.labels, LABEL_ENGINE: ROUTER_COMPONENT}
     pod_labels = {**labels, **router_selector(r), LABEL_WORKLOAD: name}
     meta = metadata(name, labels, r.namespace)
-    args = ["--host", "0.0.0.0", "--port", str(ENGINE_PORT), "--pd-disaggregation", "--service-discovery",
-            "--service-discovery-namespace", r.namespace, "--service-discovery-port", str(ENGINE_PORT),
-            "--prefill-selector", *_selector_args(r, "prefill"), "--decode-selector", *_selector_args(r, "decode")]
-    script = (f"pip install --no-cache-dir --quiet {shlex.quote(ROUTER_REQUIREMENT)} && "
-              f"exec python -m sglang_router.launch_router {shlex.join(args)}")
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta},
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": [
@@ -111,7 +165,8 @@ def render_sglang_router(r: ReplicaContext) -> list[Manifest]:
             "template": {"metadata": {"labels": dict(sorted(pod_labels.items()))}, "spec": {
                 "serviceAccountName": name,
                 "containers": [{
-                    "name": "router", "image": ROUTER_IMAGE, "command": ["/bin/sh", "-c"], "args": [script],
+                    "name": "router", "image": router_image(r, family), "command": list(ROUTERS[family].command),
+                    "args": router_args(r, family),
                     "ports": [{"name": "http", "containerPort": ENGINE_PORT, "protocol": "TCP"}],
                     "readinessProbe": {"httpGet": {"path": "/health", "port": ENGINE_PORT},
                                        "initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 5}}]}}}},

@@ -21,7 +21,7 @@ TIMEOUT_ANNOTATION = "pulumi.com/timeoutSeconds"
 # A GPU node the cluster-autoscaler adds (minutes), a multi-GB engine image pulled onto it, the
 # engine's start and its readiness probe's 30 s initial delay.
 ENGINE_START_S = 20 * 60
-# The staging Job: pip install and the Hub's first response, then the download at >= ~50 MiB/s.
+# The staging Job: the image pull and the Hub's first response, then the download at >= ~50 MiB/s.
 STAGING_BASE_S = 10 * 60
 STAGING_S_PER_GIB = 20
 # An engine reading its weights from the cache volume at >= ~500 MiB/s.

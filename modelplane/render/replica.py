@@ -10,11 +10,12 @@ from modelplane.vocabulary import Manifest
 from .claims import is_efa, member_requests, render_claim_template, request_drivers
 from .context import MemberContext, ReplicaContext, referenced_cache, resolve_cluster
 from .deployment import render_deployment
+from .disruption import render_disruption_budget
 from .grove import render_podcliqueset
 from .lws import render_lws
 from .meta import RenderError
 from .names import claim_template_name
-from .pd_router import render_sglang_router, sglang_pd
+from .pd_router import render_pd_router
 from .service import render_serving_service
 
 
@@ -75,9 +76,12 @@ def render_replica(fleet: Fleet, deployment: ModelDeployment, replica: PlacedRep
         )
     claims: list[Manifest] = []
     workloads: list[Manifest] = []
+    budgets: list[Manifest] = []
     for engine in deployment.spec.template.spec.engines:
         engine_claims, workload = _engine(r, engine)
         claims += engine_claims
         workloads.append(workload)
-    router = render_sglang_router(r) if sglang_pd(r) else []
-    return claims + workloads + router + [render_serving_service(r)]
+        budget = render_disruption_budget(r, engine, workload["metadata"]["name"], _member_pools(r, engine))
+        budgets += [budget] if budget is not None else []
+    router = render_pd_router(r)
+    return claims + workloads + budgets + router + [render_serving_service(r)]

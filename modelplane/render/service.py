@@ -12,7 +12,7 @@ from modelplane.vocabulary import LABEL_PD_ROLE, LABEL_SERVING, Manifest
 from .context import ReplicaContext
 from .meta import ENGINE_PORT, metadata
 from .names import serving_service_name
-from .pd_router import router_selector, sglang_pd
+from .pd_router import pd_family, router_selector
 
 
 def serving_url(namespace: str, replica: str) -> str:
@@ -22,11 +22,11 @@ def serving_url(namespace: str, replica: str) -> str:
 
 def render_serving_service(r: ReplicaContext) -> Manifest:
     selector = {LABEL_SERVING: r.name}
-    if sglang_pd(r):
-        # SGLang decode servers refuse requests without a bootstrap room: its router assigns one.
+    if pd_family(r) is not None:
+        # The P/D router sends each request to a prefill and a decode server (render.pd_router).
         selector = router_selector(r)
     elif r.prefill_decode:
-        # vLLM decode pods answer whole requests (prefilling locally) without a P/D proxy.
+        # Engines of no known family: decode pods answer whole requests (prefilling locally).
         selector[LABEL_PD_ROLE] = "decode"
     return {
         "apiVersion": "v1",

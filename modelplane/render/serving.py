@@ -12,7 +12,8 @@ Every chart's source and version is pinned in `CHARTS`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 from modelplane.api import Fleet, InferenceCluster
 from modelplane.clouds.aws import (
@@ -23,6 +24,7 @@ from modelplane.clouds.aws import (
     efa_mode,
 )
 from modelplane.clouds.nvidia import GPU_TOLERATION
+from modelplane.clouds.versions import AUTOSCALER_DRA_ARGS, autoscaler_image_tag
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.vocabulary import EXAMPLE_DRIVER, LABEL_EFA, NVIDIA_DRIVER, Manifest
 
@@ -53,7 +55,9 @@ class ChartSource:
 
 # Every chart the serving stack installs, pinned here and nowhere else.
 CHARTS: dict[str, ChartSource] = {
-    "lws": ChartSource("oci://registry.k8s.io/lws/charts/lws", "0.10.0"),
+    # 0.9.0: the newest LWS whose module the Go proxy serves whole (v0.10.0: .info only, zip 403), so
+    # the sim runs the very controller and webhooks this chart installs (scripts/bootstrap-tools).
+    "lws": ChartSource("oci://registry.k8s.io/lws/charts/lws", "0.9.0"),
     "grove": ChartSource("oci://ghcr.io/ai-dynamo/grove/grove-charts", "v0.1.0-alpha.11"),
     # The project moved to the kai-scheduler org; its README installs
     # oci://ghcr.io/kai-scheduler/kai-scheduler/kai-scheduler (kai-scheduler/KAI-Scheduler README.md).
@@ -67,8 +71,7 @@ CHARTS: dict[str, ChartSource] = {
     # aws/eks-charts stable/aws-dranet (Chart.yaml version 1.0.0, appVersion v1.2.0-eksbuild.2).
     "aws-dranet": ChartSource("aws-dranet", "1.0.0", "https://aws.github.io/eks-charts"),
     # kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: 9.59.0 ships
-    # appVersion 1.35.0, the minor of our EKS clusters' default Kubernetes (the autoscaler's minor
-    # should match the cluster's, its README).
+    # appVersion 1.35.0; the image is set to the cluster's own minor (modelplane.clouds.versions).
     "cluster-autoscaler": ChartSource("cluster-autoscaler", "9.59.0", "https://kubernetes.github.io/autoscaler"),
 }
 
@@ -125,7 +128,9 @@ def critical_pods_quota(namespace: str) -> Manifest:
     return {
         "apiVersion": "v1", "kind": "ResourceQuota",
         "metadata": metadata("critical-pods", component_labels("serving-stack"), namespace),
-        "spec": {"hard": {"pods": "1000"}, "scopeSelector": {"matchExpressions": [
+        # "1k", not "1000": the canonical form the API server (and the render stack's provider)
+        # writes back, so both GitOps outputs and a live diff agree.
+        "spec": {"hard": {"pods": "1k"}, "scopeSelector": {"matchExpressions": [
             {"operator": "In", "scopeName": "PriorityClass", "values": list(CRITICAL_PRIORITY_CLASSES)}]}},
     }
 
@@ -229,9 +234,29 @@ def autoscaler_charts(cluster: InferenceCluster) -> list[ChartSpec]:
     return [chart("cluster-autoscaler", AUTOSCALER_NAMESPACE, {
         "cloudProvider": "aws",
         "awsRegion": eks.region,
+        # The logical name; the program binds the cloud's own (bind_eks_cluster_name).
         "autoDiscovery": {"clusterName": cluster.metadata.name},
         "rbac": {"serviceAccount": {"name": AUTOSCALER_SERVICE_ACCOUNT}},
+        # The autoscaler of the cluster's own minor (modelplane.clouds.versions).
+        "image": {"tag": autoscaler_image_tag(cluster)},
+        "extraArgs": dict(AUTOSCALER_DRA_ARGS),
     })]
+
+
+def bind_eks_cluster_name(charts: Sequence[ChartSpec], cluster_name: object) -> tuple[ChartSpec, ...]:
+    """The charts with the cluster-autoscaler's `autoDiscovery.clusterName` set to the EKS cluster's
+    physical name, `cluster_name` (a Pulumi Output in the program): Pulumi suffixes the logical name
+    (`<name>-1a2b3c4`), the EKS source tags the Auto Scaling groups with that physical name
+    (components/sources/eks.py), and the chart discovers exactly the groups tagged
+    `k8s.io/cluster-autoscaler/<clusterName>`. With the logical name, two stacks declaring the same
+    InferenceCluster name in one account and region would resize each other's node groups."""
+    out = []
+    for spec in charts:
+        if spec.name == "cluster-autoscaler":
+            discovery = {**dict(spec.values.get("autoDiscovery") or {}), "clusterName": cluster_name}
+            spec = replace(spec, values={**spec.values, "autoDiscovery": discovery})
+        out.append(spec)
+    return tuple(out)
 
 
 def render_kai_queue() -> Manifest:

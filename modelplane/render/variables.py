@@ -12,7 +12,7 @@ The rules, as the sources state them:
   `ExpandContainerCommandAndArgs`).
 * LeaderWorkerSet prepends `LWS_LEADER_ADDRESS`, `LWS_GROUP_SIZE`, `LWS_WORKER_INDEX` to every
   container (kubernetes-sigs/lws pkg/utils/pod/pod_utils.go `AddLWSVariables`,
-  `addEnvVarsIfNotExists`, v0.7.0 and v0.10.0), so our entries may refer to them.
+  `addEnvVarsIfNotExists`, v0.7.0, v0.9.0 and v0.10.0), so our entries may refer to them.
 * Grove *appends* its variables after the container's own env: the scaling group's
   `GROVE_PCSG_NAME`, `GROVE_PCSG_TEMPLATE_NUM_PODS`, `GROVE_PCSG_INDEX` when the PodClique is
   created, then `GROVE_PCS_NAME`, `GROVE_PCS_INDEX`, `GROVE_PCLQ_NAME`,

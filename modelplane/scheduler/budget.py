@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from modelplane.words import counted
+
 from .conditions import Condition, budget_status, within_budgets
 from .cycle import Cycle, DeploymentState, Key
 from .matching import Matcher, MemberMatch
@@ -72,7 +74,7 @@ class BudgetBook:
         for name, cost in costs.items():
             rule = self.rules[name]
             if cost and self.used[name] + cost > rule.max_devices:
-                return name, (f"FleetBudget {name}: a replica needs {cost} device(s), "
+                return name, (f"FleetBudget {name}: a replica needs {counted(cost, 'device')}, "
                               f"{max(0, rule.max_devices - self.used[name])} of {rule.max_devices} left")
         return None
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from modelplane.json_types import JsonObject
+from modelplane.words import counted
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ def replicas_scheduled(desired: int, placed: int, candidates: int, invalid: str 
         # Diverges from the reference on purpose: a partial shortfall is not "True".
         return Condition(REPLICAS_SCHEDULED, "False", "PartialCapacity", f"Scheduled {placed} of {desired} replicas")
     return Condition(REPLICAS_SCHEDULED, "False", "InsufficientCapacity",
-                     f"0 of {desired} replicas scheduled (checked {candidates} clusters)")
+                     f"0 of {desired} replicas scheduled (checked {counted(candidates, 'cluster')})")
 
 
 def overdrawn(dropped: Sequence[str]) -> Condition:

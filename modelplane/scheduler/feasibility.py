@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 
 from modelplane.api import InferenceCluster
+from modelplane.words import counted
 
 from .budget import BudgetBook, book
 from .census import Census, Classes, ClassKey, remaining
@@ -162,7 +163,7 @@ class Assessor:
             first = candidates[0].name
             never_why = never_classes.get(cands.census.of[first]) or refusal(first)
             assert never_why is not None, f"{first} never holds {st.name}, for a reason"
-            text = (f"no pool of the {len(candidates)} cluster(s) the selectors match could ever hold it, "
+            text = (f"no pool of the {counted(len(candidates), 'cluster')} the selectors match could ever hold it, "
                     f"at any size (first, {first}: {never_why.message})")
             return [Feasibility(NOT_FEASIBLE, text)] * count, True
         hypo = Trial(self.ledger)
@@ -199,7 +200,8 @@ class Assessor:
             over = next((b for b, c in costs.items() if c and c > left[b]), None)
             if over is not None:
                 rule = self.book.rules[over]
-                out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {costs[over]} device(s), "
+                needs = counted(costs[over], "device")
+                out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {needs}, "
                                                 f"{max(0, left[over])} of {rule.max_devices} left"))
                 continue
             if nodes == 0 and name not in grown:
@@ -311,7 +313,7 @@ class Assessor:
             size = self.sizes.get((cluster, pool))
             view = self.cycle.clusters[cluster].pool(pool)
             basis = view.nodes if view is not None else 0
-            parts.append(f"{n} node(s) to pool {pool} ({_sizing(basis, basis + n, size)})")
+            parts.append(f"{counted(n, 'node')} to pool {pool} ({_sizing(basis, basis + n, size)})")
         tail = ", counting the unplaced replicas before it" if after_others else ""
         return f"fits on {cluster} after adding " + " and ".join(parts) + tail
 

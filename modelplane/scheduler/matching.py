@@ -22,6 +22,7 @@ class MemberMatch:
     resolved: tuple[ResolvedRequest, ...]   # DRA matches only; Synthetic ones resolve nothing
     per_pod: tuple[int, ...]                # devices one pod takes, per device kind of the class
     synthetic_only: bool                    # matched something, but nothing claimable
+    drivers: tuple[str, ...] = ()           # the driver of the device each `resolved` request matched
 
     @property
     def claims(self) -> bool:
@@ -72,6 +73,7 @@ class Matcher:
         remaining = [d.count for d in cls.devices]
         taken = [0] * len(cls.devices)
         resolved = []
+        drivers = []
         matched_any = False
         # Greedy in request order, first device in class order, no backtracking: the
         # reference's rule, kept so Node mode reproduces its placements exactly.
@@ -110,4 +112,5 @@ class Matcher:
             if device.dra:
                 resolved.append(ResolvedRequest(req.name, device.device_class_name,
                                                 req.count, req.cels))
-        return MemberMatch(tuple(resolved), tuple(taken), matched_any and not resolved)
+                drivers.append(device.driver)
+        return MemberMatch(tuple(resolved), tuple(taken), matched_any and not resolved, tuple(drivers))

@@ -29,10 +29,23 @@ def _rows(header: tuple[str, ...], rows: Sequence[tuple[str, ...]], indent: str)
             for r in [header, *rows]]
 
 
-def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING) -> str:
+def _claims(replica: PlacedReplica) -> str:
+    """`engine[member]: count x DeviceClass` per DRA request a member's pods claim (`-o wide`)."""
+    parts = [f"{name}[{m}]: {q.count}x {q.device_class_name or '?'}"
+             for name, e in replica.engines.items() for m, member in enumerate(e.requests) for q in member]
+    return ", ".join(parts) or "-"
+
+
+def _zones(replica: PlacedReplica) -> str:
+    return ", ".join(f"{name}: {'+'.join(dict.fromkeys(e.zones))}" for name, e in replica.engines.items()
+                     if e.zones) or "-"
+
+
+def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING, *, wide: bool = False) -> str:
     """Every deployment: replicas placed of desired, conditions, each replica's cluster and
-    engine pools, previous replicas not kept, and why the clusters refused the rest (the
-    summary: one line per refusal, scheduler.refusals)."""
+    engine pools (`wide`: also the devices each member's pods claim and the zones of gang copies),
+    previous replicas not kept, and why the clusters refused the rest (the summary: one line
+    per refusal, scheduler.refusals)."""
     out = [f"accounting: {accounting}"]
     if not placement.deployments:
         out.append("no ModelDeployments")
@@ -43,8 +56,10 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
         for c in d.conditions:
             out.append(f"  {c.type}={c.status} {c.reason}: {c.message}")
         if d.replicas:
-            rows = [(r.name, r.cluster, str(r.index), _engines(r)) for r in d.replicas]
-            out += _rows(("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL"), rows, "  ")
+            header: tuple[str, ...] = ("REPLICA", "CLUSTER", "INDEX", "ENGINE->POOL")
+            rows = [(r.name, r.cluster, str(r.index), _engines(r)) + ((_claims(r), _zones(r)) if wide else ())
+                    for r in d.replicas]
+            out += _rows(header + (("CLAIMS", "ZONES") if wide else ()), rows, "  ")
         out += policy_report.deployment_lines(d)
         for rep, why in d.dropped:
             out.append(f"  not kept: {rep.name} ({rep.cluster}#{rep.index}): {why.message}")

@@ -191,6 +191,9 @@ class DeviceKind:
 class ClassView:
     name: str
     devices: tuple[DeviceKind, ...]
+    # The EC2 instance type its nodes are (provisioning.eks.instanceType): what decides which of
+    # its GPUs share a PCIe root with its EFAs (modelplane.clouds.pcie). None: not named.
+    instance_type: str | None = None
     _views: dict[int, DeviceView] = field(default_factory=dict)
 
     def device_view(self, i: int) -> DeviceView:
@@ -280,7 +283,9 @@ def compile_classes(fleet: Fleet, only: str | None = None) -> dict[str, ClassVie
                               attributes_raw={k: v.raw() for k, v in d.attributes.items()},
                               capacity_raw={k: v.value for k, v in d.capacity.items()})
                    for d in fleet.classes[name].spec.devices]
-        classes[name] = ClassView(name, tuple(devices))
+        prov = fleet.classes[name].spec.provisioning
+        instance = prov.eks.instance_type if prov is not None and prov.eks is not None else None
+        classes[name] = ClassView(name, tuple(devices), instance)
     return classes
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from modelplane.render.output import SERVING_STACK_DIRS
 from tests.engine.fleets import REPO, reference_placement, scaling_fleet
 
 pytestmark = pytest.mark.engine
@@ -29,6 +30,8 @@ def _rendered(render_dir: Path, cluster: str) -> dict[tuple[str, str, str, str],
     """Objects the provider wrote for one cluster, keyed by (apiVersion, kind, namespace, name)."""
     out = {}
     for path in sorted((render_dir / cluster).rglob("*.yaml")):
+        if path.relative_to(render_dir / cluster).parts[0] in SERVING_STACK_DIRS:
+            continue    # the charts' release and values files, compared by _stack_files
         for obj in yaml.safe_load_all(path.read_text()):
             if not obj:
                 continue
@@ -80,11 +83,19 @@ def _cli_render(manifests: Path, out: Path, *extra: str) -> dict[str, dict[tuple
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_render_stack_writes_exactly_what_modelplane_render_writes(make_stack, tmp_path, example):
     """One cluster plan (issue 10 item 1): `pulumi up` on the render stack and `modelplane
-    render` write the same objects for every cluster, in both directions."""
+    render` write the same objects for every cluster, in both directions, and the same serving
+    stack files (charts, values, IAM: modelplane.render.gitops)."""
     es = make_stack(REPO / "examples" / example)
     result = es.stack.up(color="never")
     assert result.summary.result == "succeeded", result.stdout
     assert_same_objects(written(es.render_dir), _cli_render(REPO / "examples" / example, tmp_path / "cli"))
+    assert _stack_files(es.render_dir) == _stack_files(tmp_path / "cli")
+
+
+def _stack_files(out: Path) -> dict[str, str]:
+    """Every serving stack file under OUT, by path relative to OUT."""
+    return {str(p.relative_to(out)): p.read_text() for c in sorted(out.iterdir()) if c.is_dir()
+            for top in SERVING_STACK_DIRS for p in sorted((c / top).rglob("*")) if p.is_file()}
 
 
 def written(render_dir: Path) -> dict[str, dict[tuple[str, str, str, str], dict]]:

@@ -33,8 +33,13 @@ class Run:
 
 
 def run_modelplane(*args: str, timeout: float = 120.0) -> Run:
+    return run_python("-m", "modelplane", *args, timeout=timeout)
+
+
+def run_python(*args: str, timeout: float = 300.0) -> Run:
+    """`python ARGS...` (`-m modelplane ...`, or a script and its arguments), measured."""
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, sys.executable, "-m", "modelplane", *args],
+    proc = subprocess.run([sys.executable, "-S", "-c", LAUNCHER, sys.executable, *args],
                           cwd=REPO, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     seconds = time.monotonic() - start

@@ -15,24 +15,27 @@ Modes that answer (the rest of the path is the API path asked):
   redirect          302 to /capture on this server (which records what it receives)
   wrong-<shape>     one list of the wrong shape (items-dict, items-str, slice-spec-list,
                     generation-inf, claim-devices-list, owners-str, taints-dict, body-list, nan)
-  fuzz              whatever `fuzz[path]` holds (the property tests set it per example)
+  fuzz              whatever `fuzz[path]` holds (the property tests set it per example), or the answer
+                    of the mode it names
   podmessage        honest, with one pod of ours whose scheduling message is 2 MB of text holding
                     escapes and a forged `OK: all 4 placed` line
-  metrics-<mode>    the pod list honest (`objects["metrics-<mode>"].pods`), every other path (a pod's
-                    /metrics through the proxy) answered as <mode> (`metrics-fuzz`: `fuzz[path]`)
+  metrics-<mode>    the lists honest (`objects["metrics-<mode>"]`: pods, nodes, slices, claims), every
+                    other path (a pod's /metrics through the proxy) answered as <mode> (`metrics-fuzz`:
+                    `fuzz[path]`); `metrics-<mode>.<tag>` is the same mode with objects of its own
 Every loop is bounded in time and ends when the client goes away; the servers stop with the fixture.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
-import io
+import functools
 import json
 import socket
 import ssl
+import struct
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,6 +46,7 @@ NODES = "/api/v1/nodes"
 SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 PODS = "/api/v1/pods"
+LISTS = (NODES, SLICES, CLAIMS, PODS)
 MAX_LOOP_S = 60.0
 WRONG_SHAPES = ("items-dict", "items-str", "slice-spec-list", "generation-inf", "claim-devices-list",
                 "owners-str", "taints-dict", "body-list", "nan")
@@ -51,13 +55,19 @@ ANSWERING_MODES = ("honest", "impossible", "huge", "drip", "endless", "gzip-bomb
 FORGED = "OK: all 4 placed replica(s) run where the plan put them"
 
 
+@functools.cache
 def _gzip_bomb() -> bytes:
-    out = io.BytesIO()
+    """~1 MB of gzip inflating to 1 GiB of zeros, built in about a second: each MiB is deflated
+    after a full flush (the compressor's history reset), so every MiB's bytes are the same and
+    are repeated, not compressed 1024 times (which took 13 s of CPU)."""
     zero = bytes(1 << 20)
-    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=9) as gz:
-        for _ in range(1024):
-            gz.write(zero)
-    return out.getvalue()
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)
+    piece = deflate.compress(zero) + deflate.flush(zlib.Z_FULL_FLUSH)
+    crc = 0
+    for _ in range(1024):
+        crc = zlib.crc32(zero, crc)
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"       # gzip, deflate, no name, max compression
+    return header + piece * 1024 + deflate.flush(zlib.Z_FINISH) + struct.pack("<II", crc, (1 << 30) & 0xFFFFFFFF)
 
 
 @dataclass
@@ -73,7 +83,7 @@ class Objects:
         return {NODES: self.nodes, SLICES: self.slices, CLAIMS: self.claims, PODS: self.pods}.get(path, [])
 
 
-class _Quiet(ThreadingHTTPServer):
+class QuietServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -86,15 +96,16 @@ class HostileServer:
 
     def __init__(self, cert: tuple[Path, Path] | None = None) -> None:
         self.objects: dict[str, Objects] = {}
-        self.fuzz: dict[str, bytes] = {}                # mode "fuzz": the body served for each API path
+        # mode "fuzz": the body served for each API path, or the name of the mode that answers it
+        self.fuzz: dict[str, bytes | str] = {}
         self.captured: list[dict[str, str]] = []
         self.received: list[tuple[str, dict[str, str]]] = []
         self.stopping = threading.Event()
         self._bomb: bytes | None = None
-        self.http = _Quiet(("127.0.0.1", 0), self._handler())
+        self.http = QuietServer(("127.0.0.1", 0), self._handler())
         self.tls: ThreadingHTTPServer | None = None
         if cert is not None:
-            self.tls = _Quiet(("127.0.0.1", 0), self._handler())
+            self.tls = QuietServer(("127.0.0.1", 0), self._handler())
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(str(cert[0]), str(cert[1]))
             self.tls.socket = ctx.wrap_socket(self.tls.socket, server_side=True)
@@ -142,6 +153,17 @@ class HostileServer:
             except OSError:
                 continue
 
+    @classmethod
+    @contextlib.contextmanager
+    def running(cls, cert: tuple[Path, Path] | None = None) -> Iterator[HostileServer]:
+        """A started server (its gzip bomb made before any client waits for it), stopped after."""
+        server = cls(cert).start()
+        server.bomb()
+        try:
+            yield server
+        finally:
+            server.stop()
+
     def stop(self) -> None:
         self.stopping.set()
         for s in [self.http] + ([self.tls] if self.tls is not None else []):
@@ -160,6 +182,9 @@ class HostileServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes: with Nagle's algorithm on, the body waits
+            # for the client's delayed ACK of the headers (40 ms a request on Linux).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -261,12 +286,16 @@ class HostileServer:
             h.send_header("Content-Length", "0")
             h.end_headers()
         elif mode == "fuzz":
-            self._send(h, 200, self.fuzz.get(path, self._list([])))
+            body = self.fuzz.get(path, self._list([]))
+            if isinstance(body, str):
+                self._answer(h, body, path)        # another mode's answer for this path
+            else:
+                self._send(h, 200, body)
         elif mode.startswith("metrics-"):
-            if path == PODS:
+            if path in LISTS:
                 self._honest(h, mode, path)
             else:
-                self._answer(h, mode.removeprefix("metrics-"), path)
+                self._answer(h, mode.removeprefix("metrics-").split(".", 1)[0], path)
         elif mode.startswith("wrong-"):
             self._wrong(h, mode, mode.removeprefix("wrong-"), path)
         else:

@@ -91,3 +91,18 @@ def test_streaming_answers_arrive_as_server_sent_events(engines):
         assert events[0] == "event: message_start" and events[-1] == "event: message_stop"
         # keep-alive survives a chunked answer
         assert c.post("/v1/completions", json={}).json()["choices"][0]["text"] == "served by r-5"
+
+
+@pytest.mark.parametrize("declared, code", [(str(10 ** 12), 413), ("-5", 400), ("12abc", 400)])
+def test_30_low_the_mock_engine_never_trusts_content_length(engines, declared, code):
+    """A Content-Length of a terabyte is refused unread (it used to be read whole), a malformed one
+    is a 400; the engine goes on serving."""
+    import socket
+
+    e = engines("r-1")
+    host, port = e.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as s:
+        s.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {declared}\r\n\r\n{{}}".encode())
+        answer = s.recv(65536).decode()
+    assert answer.startswith(f"HTTP/1.0 {code}") or answer.startswith(f"HTTP/1.1 {code}"), answer[:200]
+    assert httpx.post(f"{e.url}/v1/chat/completions", json={}).status_code == 200

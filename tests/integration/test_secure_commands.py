@@ -1,5 +1,6 @@
 """`demo` on the secured example and `split --api-key`, as a user runs them."""
 import io
+import os
 
 import pytest
 
@@ -31,6 +32,12 @@ def test_demo_runs_the_secure_example_with_tls_keys_and_mtls_and_prints_no_key(t
     assert ["chat", "18", "90.0%"] in chat and ["chat-canary", "2", "10.0%"] in chat
     assert "ml-team/research: as caller research" in out
     assert out.count("failed: 0") == 2
+    # the refusals, each the answer the gateway must give (issue 32, item 8)
+    assert "  ml-team/chat without an API key: 401, as expected" in out
+    assert "  caller demo on ml-team/research (allowedCallers: research): 403, as expected" in out
+    assert ("  caller demo over its rate (lowered to 1/min for this check; the gateway's is 60000/min, 1000 at "
+            "once): 429 after 2 requests (Retry-After: ") in out
+    assert "EXPECTED" not in out
     assert made and not [k for k in made if k in out], "a caller's key was printed"
     assert _children() == []
 
@@ -78,6 +85,41 @@ def test_a_huge_or_odd_key_source_is_refused(tmp_path):
     odd = tmp_path / "odd"
     odd.write_text("two words")
     for source, problem in ((f"file:{big}", "more than"), (f"file:{odd}", "holds no key"),
-                            (f"file:{tmp_path / 'missing'}", "cannot be read")):
+                            (f"file:{tmp_path / 'missing'}", "cannot read")):
         with pytest.raises(split_command.ApiKeySourceError, match=problem):
             split_command.read_api_key(source)
+
+
+def test_30_low_split_api_key_file_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)                       # no writer: open() used to block split for ever
+    with pytest.raises(split_command.ApiKeySourceError, match="is not a regular file"):
+        split_command.read_api_key(f"file:{fifo}")
+    with pytest.raises(split_command.ApiKeySourceError, match="is not a regular file"):
+        split_command.read_api_key("file:/dev/zero")
+
+
+@pytest.mark.parametrize("key", ["sk-ключ-0123456789", "sk-\u00e9t\u00e9-0123456789", "sk-\u202e-0123456789"])
+def test_30_low_split_with_a_non_ascii_key_is_refused_with_the_reason_not_a_traceback(key, capsys, monkeypatch):
+    monkeypatch.setenv("MODELPLANE_TEST_KEY", key)
+    assert main(["split", "https://127.0.0.1:9/ml/chat", "-n", "1", "--api-key", "env:MODELPLANE_TEST_KEY"]) == 2
+    err = capsys.readouterr().err
+    assert "visible ASCII" in err and "Traceback" not in err and key not in err
+
+
+def test_30_7_split_warns_before_sending_a_key_over_plain_http(capsys, monkeypatch):
+    import socket
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    monkeypatch.setenv("MODELPLANE_TEST_KEY", KEY)
+    code = main(["split", f"http://127.0.0.1:{port}/ml/chat", "-n", "1", "--timeout", "2",
+                 "--api-key", "env:MODELPLANE_TEST_KEY"])
+    captured = capsys.readouterr()
+    assert code == 1                                    # nothing listens: the request fails
+    assert "warning: the API key goes to" in captured.err and "plain http" in captured.err
+    assert KEY not in captured.out + captured.err
+    assert main(["split", f"http://127.0.0.1:{port}/ml/chat", "-n", "1", "--timeout", "2"]) == 1
+    assert "warning" not in capsys.readouterr().err     # no key, no warning

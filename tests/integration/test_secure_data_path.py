@@ -141,6 +141,42 @@ def test_a_workload_gateway_refuses_clients_without_a_certificate_from_the_hop_c
     assert len(seen(secure_fleet, "big-0")) == 2
 
 
+# TLS 1.2 suites Go offers by default besides the AEAD ones (crypto/tls cipher_suites.go).
+CBC_SHA = "ECDHE-RSA-AES128-SHA:ECDHE-RSA-AES256-SHA:ECDHE-ECDSA-AES128-SHA:ECDHE-ECDSA-AES256-SHA:AES128-SHA"
+
+
+def _handshake(port, ca, ciphers, cert=None, server_name="localhost"):
+    """The suite a TLS 1.2 handshake with `ciphers` settles on, or None when refused."""
+    import socket
+
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(ciphers)
+    if cert is not None:
+        ctx.load_cert_chain(cert.cert, cert.key)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as raw, \
+                ctx.wrap_socket(raw, server_hostname=server_name) as tls:
+            return tls.cipher()[0]
+    except (ssl.SSLError, ConnectionResetError):
+        return None
+
+
+def test_30_low_tls_1_2_refuses_cbc_sha_suites_at_the_edge_and_between_the_hops(secure_fleet):
+    """Traefik's TLS option cipherSuites (doc.traefik.io/reference/routing-configuration/http/tls/
+    tls-options) as modelplane.gateway.security.tls_section writes it: a TLS 1.2 client offering only
+    CBC-SHA suites is refused, one offering an AEAD suite gets it, at both hops."""
+    url = serve(secure_fleet, deployments=(("big", 1, "east"),))
+    edge = int(url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1])
+    ca = secure_fleet.edge_cert.cert
+    assert _handshake(edge, ca, CBC_SHA) is None
+    assert "GCM" in (_handshake(edge, ca, "ECDHE+AESGCM") or "")
+    hop, client_cert = secure_fleet.workload["east"].port, secure_fleet.issue_client("control-plane-3")
+    name = hop_server_name("east")
+    assert _handshake(hop, secure_fleet.ca_file, CBC_SHA, client_cert, name) is None
+    assert "GCM" in (_handshake(hop, secure_fleet.ca_file, "ECDHE+AESGCM", client_cert, name) or "")
+
+
 def test_90_10_canary_is_still_exactly_180_20_with_everything_on(secure_fleet):
     url = serve(secure_fleet)
     res = run_split(url, 200, api_key=KEY, cafile=secure_fleet.edge_cert.cert)

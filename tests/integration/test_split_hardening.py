@@ -116,7 +116,7 @@ def test_split_prints_urls_without_user_info(capsys):
         assert main(["split", "http://bob:PASSWORD@[::1/x", "-n", "1"]) == 2
     out, err = capsys.readouterr()
     assert "PASSWORD" not in out + err and "bob" not in out + err
-    assert f"http://127.0.0.1:{port}/ml-team/chat: 1 requests" in out
+    assert f"http://127.0.0.1:{port}/ml-team/chat: 1 request in " in out
 
 
 class DripsBodyAndTells(DripsBody):

@@ -13,16 +13,21 @@ EXPECTED_LEVELS = {
     "usable-gpu-memory": "mandatory", "published-device-attributes": "mandatory", "cache-revision-match": "mandatory",
     "prefill-decode-needs-nixl": "mandatory", "fabric": "mandatory", "fabric-multi-node-tcp": "advisory",
     "replicas-fully-scheduled": "mandatory", "pool-label-on-existing-clusters": "mandatory",
-    "declared-capacity": "advisory", "kind-node-image": "mandatory", "secrets": "mandatory",
+    "declared-capacity": "advisory", "kind-node-image": "mandatory", "kind-node-digest": "advisory",
+    "secrets": "mandatory",
     "efa-exposure": "advisory", "gke-pool-size": "mandatory", "gke-gpudirect": "advisory",
     "modelexpress-server": "mandatory", "modelexpress-image": "advisory",
     "sglang-prefill-decode": "mandatory", "sglang-port": "mandatory",
     "gateway-auth-needs-tls": "mandatory", "gateway-exposed": "advisory",
+    "endpoint-key-needs-tls": "mandatory", "gateway-redirect-with-keys": "advisory",
     "modelplane-fleet-present": "advisory",
     "engine-variables": "mandatory",
     "cloud-pool-provisioning": "mandatory",
     "efa-dra-device-class": "mandatory",
     "eks-autoscale-from-zero": "advisory",
+    "pcie-alignment": "mandatory",
+    "sglang-metrics": "mandatory",
+    "service-selector": "mandatory", "budget-scope": "mandatory", "observed-names": "mandatory",
 }
 
 
@@ -154,7 +159,7 @@ def test_inputs_that_do_not_load_make_the_fleet_policies_not_applicable():
     assert list(response.diagnostics) == []
     reasons = {n.policy_name: n.reason for n in response.not_applicable}
     assert set(reasons) == set(EXPECTED_LEVELS) - {"modelplane-fleet-present"}
-    assert reasons["fabric"].startswith("the placement inputs do not load: 1 invalid manifest field(s)")
+    assert reasons["fabric"].startswith("the placement inputs do not load: 1 problem in the manifests")
 
 
 UNKNOWN_STRING = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"

@@ -33,6 +33,7 @@ from tests.engine_values import through_the_engine
 ROOT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MAIN = os.path.join(ROOT_DIR, "__main__.py")
 PROJECT = "modelplane"
+EKS_AUTONAME = "-a1b2c3d"   # what the mocks append to an EKS cluster's name, as Pulumi's auto-naming does
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Registration:
     aliases: list[dict] = field(default_factory=list)   # alias specs sent with the registration
     delete_before_replace: bool = False
     custom_timeouts: dict = field(default_factory=dict)  # {"create": "60m", ...} when set
+    dependencies: list[str] = field(default_factory=list)  # URNs of its depends_on (and its inputs' resources)
 
 
 @dataclass
@@ -129,7 +131,8 @@ class FleetMocks(pmocks.Mocks):
         elif args.typ == "command:local:Command":
             state["stdout"] = f"apiVersion: v1\nkind: Config\n# kind cluster {args.name}\n"
         elif args.typ == "aws:eks/cluster:Cluster":
-            state.update(name=args.name, endpoint=f"https://{args.name}.eks.example",
+            # The engine auto-names it `<name>-<7 random characters>`: the physical name differs.
+            state.update(name=f"{args.name}{EKS_AUTONAME}", endpoint=f"https://{args.name}.eks.example",
                          certificateAuthority={"data": "Q0E="},
                          vpcConfig={**state.get("vpcConfig", {}), "clusterSecurityGroupId": "sg-cluster"})
         elif args.typ == "gcp:container/cluster:Cluster":
@@ -162,7 +165,8 @@ class RecordingMonitor(pmocks.MockMonitor):
             self.records.append(Registration(request.type, request.name, inputs, request.provider,
                                              request.parent, request.custom, response.urn, secret, aliases,
                                              request.deleteBeforeReplace,
-                                             json_format.MessageToDict(request.customTimeouts)))
+                                             json_format.MessageToDict(request.customTimeouts),
+                                             list(request.dependencies)))
         return response
 
 

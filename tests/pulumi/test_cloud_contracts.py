@@ -14,7 +14,9 @@ from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, nod
 from modelplane.storage import STORAGE_CLASSES
 from tests.unit.render.cloudfleet import gpu_class
 
-from .harness import Run, run_program
+from .harness import EKS_AUTONAME, Run, run_program
+
+PHYSICAL = "eks" + EKS_AUTONAME    # the EKS cluster's name as the (mocked) engine auto-names it
 
 CLASSES = "---".join([
     gpu_class("p5", "EKS", "p5.48xlarge"),
@@ -249,7 +251,7 @@ def test_eks_pools_that_can_grow_are_discoverable_and_resizable_by_the_cluster_a
     assert groups["eks-plain"]["scalingConfig"] == {"desiredSize": 1, "minSize": 1, "maxSize": 3}
     tags = {r.name: r.inputs["tag"] for r in eks.of_type("aws:autoscaling/tag:Tag")}
     assert {(t["key"], t["value"]) for n, t in tags.items() if n.startswith("eks-plain-")} == set(
-        autoscaler_discovery_tags("eks").items())
+        autoscaler_discovery_tags(PHYSICAL).items())
     assert not [n for n in tags if n.startswith(("eks-efa-", "eks-block-", "eks-system-"))]
     [association] = [r.inputs for r in eks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
                      if r.name == "eks-autoscaler"]
@@ -262,7 +264,41 @@ def test_eks_pools_that_can_grow_are_discoverable_and_resizable_by_the_cluster_a
     charts = {r.name: r.inputs for r in eks.of_type("kubernetes:helm.sh/v4:Chart")}
     autoscaler = next(c for n, c in charts.items() if n.endswith("-cluster-autoscaler"))
     assert autoscaler["namespace"] == AUTOSCALER_NAMESPACE
-    assert autoscaler["values"]["autoDiscovery"]["clusterName"] == "eks"
+    assert autoscaler["values"]["autoDiscovery"]["clusterName"] == PHYSICAL
+
+
+def test_cluster_autoscaler_discovers_node_groups_by_the_physical_eks_cluster_name(eks: Run) -> None:
+    """kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/README.md "Auto-Discovery Setup":
+    `--node-group-auto-discovery=asg:tag=k8s.io/cluster-autoscaler/enabled,k8s.io/cluster-autoscaler/
+    <cluster-name>` resizes every Auto Scaling group of the account and region carrying both tags.
+    Pulumi auto-names the EKS cluster `<name>-<suffix>` per stack; with the logical name two stacks
+    declaring InferenceCluster `eks` in one region would resize each other's groups. Both the
+    tags and the chart's autoDiscovery.clusterName carry the physical name (issue 27 item 6)."""
+    from modelplane.clouds.aws import AUTOSCALER_ENABLED_TAG, autoscaler_cluster_tag
+
+    assert eks.named("eks", "aws:eks/cluster:Cluster") and eks.state["eks"]["name"] == PHYSICAL != "eks"
+    keys = {r.inputs["tag"]["key"] for r in eks.of_type("aws:autoscaling/tag:Tag")}
+    assert keys == {AUTOSCALER_ENABLED_TAG, autoscaler_cluster_tag(PHYSICAL)}
+    assert autoscaler_cluster_tag("eks") not in keys
+    [chart] = [r for r in eks.of_type("kubernetes:helm.sh/v4:Chart") if r.name.endswith("-cluster-autoscaler")]
+    assert chart.inputs["values"]["autoDiscovery"]["clusterName"] == PHYSICAL
+
+
+def test_cluster_autoscaler_chart_waits_for_its_pod_identity_association(eks: Run) -> None:
+    """EKS API reference, CreatePodIdentityAssociation: "If a pod uses a service account that has
+    an association, Amazon EKS sets environment variables in the containers of the pod": that
+    happens when the pod is created ("Understand how EKS Pod Identity works": the agent serves the
+    credentials those variables point at). A cluster-autoscaler pod created before the association
+    runs with the node role, is denied autoscaling:DescribeAutoScalingGroups and never recovers by
+    restarting its container (issue 27 item 1). The chart depends on the association, which comes
+    after the Pod Identity agent add-on; no other chart waits for it."""
+    association = eks.named("eks-autoscaler", "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    agent = eks.named("eks-pod-identity", "aws:eks/addon:Addon")
+    assert agent.urn in association.dependencies
+    charts = {r.name: r for r in eks.of_type("kubernetes:helm.sh/v4:Chart")}
+    [autoscaler] = [c for n, c in charts.items() if n.endswith("-cluster-autoscaler")]
+    assert association.urn in autoscaler.dependencies
+    assert [n for n, c in charts.items() if association.urn in c.dependencies] == [autoscaler.name]
 
 
 def test_gke_pools_that_can_grow_autoscale_within_the_bounds_the_fleet_declares(gke: Run) -> None:

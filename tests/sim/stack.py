@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -136,8 +137,10 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
             values.pop(key, None)
         else:
             values[key] = value
-    bin_dir = Path(env["MODELPLANE_TOOLS_BIN"]) if env.get("MODELPLANE_TOOLS_BIN") else None
-    command = auto.PulumiCommand(root=str(bin_dir.parent)) if bin_dir else None
+    # The `pulumi` scripts/engine-env put first on PATH (scripts/engine/bin, which runs the real CLI
+    # with the plugins on its PATH); the Automation API runs <root>/bin/pulumi.
+    found = shutil.which("pulumi", path=env.get("PATH"))
+    command = auto.PulumiCommand(root=str(Path(found).resolve().parent.parent)) if found else None
     stack, config_file = create_throwaway_stack(name, values, env, env["PULUMI_HOME"], command,
                                                 "tests/sim (stack.py)")
     return SimStack(stack, name, manifests, state_dir, config_file, env)

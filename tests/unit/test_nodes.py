@@ -267,26 +267,41 @@ def _devices(*kinds: str) -> str:
     return "\n".join(f"  - {k}" for k in kinds)
 
 
-@pytest.mark.parametrize("devices, roots", [
-    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+P5EN_GPUS = [f"pci0000:{b}" for b in ("44", "44", "5d", "5d", "76", "76", "8f", "8f")]
+P5EN_EFAS = [f"pci0000:{b}" for b in ("44", "5d", "76", "8f") for _ in range(4)]
+G6E_GPUS = [f"pci0000:{b}" for b in ("9d", "9f", "a1", "a3", "c5", "c7", "c9", "cb")]
+G6E_EFAS = [f"pci0000:{b}" for b in ("84", "84", "a5", "a5")]
+
+
+@pytest.mark.parametrize("instance, devices, roots", [
+    pytest.param("p5en.48xlarge",
+                 _devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
                           "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 16}"),
-                 {"gpu": [f"pci0000:{i:02x}" for i in range(8)],
-                  "efa": [f"pci0000:{i // 2:02x}" for i in range(16)]}, id="p5en-8-gpus-16-efas"),
-    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+                 {"gpu": P5EN_GPUS, "efa": P5EN_EFAS}, id="p5en-two-gpus-and-four-efas-a-root"),
+    pytest.param("g6e.48xlarge",
+                 _devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
                           "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 4}"),
-                 {"gpu": [f"pci0000:{i // 2:02x}" for i in range(8)],
-                  "efa": [f"pci0000:{i:02x}" for i in range(4)]}, id="two-gpus-share-an-efa"),
-    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}"),
+                 {"gpu": G6E_GPUS, "efa": G6E_EFAS}, id="g6e-no-gpu-shares-a-root-with-an-efa"),
+    pytest.param("p9.fictional",
+                 _devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+                          "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 4}"),
+                 {}, id="unsourced-type-publishes-no-root"),
+    pytest.param("p5en.48xlarge",
+                 _devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}"),
                  {}, id="no-dranet-efa"),
-    pytest.param(_devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
+    pytest.param("p5en.48xlarge",
+                 _devices("{name: gpu, driver: gpu.nvidia.com, deviceClassName: gpu.nvidia.com, count: 8}",
                           "{name: gpu2, driver: gpu.example.com, deviceClassName: gpu.example.com, count: 8}",
                           "{name: efa, driver: dra.net, deviceClassName: efa.networking.k8s.aws, count: 16}"),
                  {}, id="two-gpu-kinds-pair-with-nothing"),
 ])
-def test_gpus_and_dranet_efas_share_pcie_roots_as_the_pairing_claims_need(devices: str, roots) -> None:
-    """render/claims.py pairs each GPU request with its share of EFAs under `matchAttribute:
-    resource.kubernetes.io/pcieRoot`; the allocator refuses a device without the attribute, so
-    the sim's nodes publish it on both kinds with each GPU's EFAs under its root."""
+def test_the_sim_publishes_the_pcie_roots_the_instance_type_really_has(instance: str, devices: str, roots) -> None:
+    """aws/karpenter-provider-aws pkg/providers/drametadata/zz_generated_gpu_metadata.go and
+    zz_generated_efa_metadata.go list `resource.kubernetes.io/pcieRoot` of every GPU (NVIDIA DRA
+    driver) and every EFA (DRANET) per instance type: p5en puts two GPUs and four EFAs under each
+    of four roots, g6e.48xlarge no GPU under any EFA's root. The sim's nodes publish exactly those
+    (the allocator refuses a device without the attribute, so it decides whether an aligned claim
+    can be allocated at all), never a topology derived from the counts the class declares."""
     from modelplane.nodes import pcie_roots
 
     cls = load_manifest_text(f"""
@@ -294,6 +309,7 @@ apiVersion: modelplane.ai/v1alpha1
 kind: InferenceClass
 metadata: {{name: c}}
 spec:
+  provisioning: {{provider: EKS, eks: {{instanceType: {instance}, accelerator: {{type: nvidia-h200, count: 8}}}}}}
   devices:
 {devices}
 """).classes["c"]

@@ -4,6 +4,8 @@ with the fix, so `lint` and `pulumi preview` refuse them instead of the API serv
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from modelplane.api import load_manifest_text
 from modelplane.api.loader import ManifestError
@@ -36,7 +38,7 @@ def _error(text: str) -> str:
 
 @pytest.mark.parametrize("name", ["8b-chat", "llama-3.1", "'0x'"])
 def test_a_deployment_name_must_be_a_dns_1035_label_because_it_starts_its_services_name(name: str) -> None:
-    """kubernetes-sigs/lws pkg/webhooks/leaderworkerset_webhook.go (v0.7.0, v0.10.0) validates the
+    """kubernetes-sigs/lws pkg/webhooks/leaderworkerset_webhook.go (v0.7.0, v0.9.0, v0.10.0) validates the
     LWS name with NameIsDNS1035Label ("the lws name is used as the name for headless service"),
     and so does kubernetes/kubernetes pkg/apis/core/validation ValidateServiceName on clusters
     without RelaxedServiceNameValidation (alpha, off, in 1.34). The replica's Service is the
@@ -111,3 +113,105 @@ spec:
 """
     assert "at most 63 characters" in _error(cache % ("q" * 64))
     assert ("ml-team", "qwen-3.1") in load_manifest_text(cache % "qwen-3.1").caches
+
+
+# What Kubernetes requires of the names of the objects we render, per kind (kubernetes/kubernetes
+# pkg/apis/core/validation/validation.go, v1.35.5 and v1.36.3): a Service's name is a DNS-1035
+# label (`ValidateServiceName = NameIsDNS1035Label`; 1.36 relaxes it to a DNS label only with
+# RelaxedServiceNameValidation, beta there, alpha and off in 1.35, pkg/features/kube_features.go),
+# a Namespace's a DNS label, every other kind's a DNS subdomain (at most 253 characters).
+DNS_LABEL = __import__("re").compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+DNS_SUBDOMAIN = __import__("re").compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def name_problem(obj: dict) -> str | None:
+    kind, name = obj["kind"], obj["metadata"]["name"]
+    if kind == "Service":
+        ok = len(name) <= 63 and DNS_1035.fullmatch(name)
+    elif kind == "Namespace":
+        ok = len(name) <= 63 and DNS_LABEL.fullmatch(name)
+    else:
+        ok = len(name) <= 253 and DNS_SUBDOMAIN.fullmatch(name)
+    return None if ok else f"{kind} {name!r}"
+
+
+KIND_CLUSTER = """
+apiVersion: modelplane.ai/v1alpha1
+kind: InferenceCluster
+metadata: {name: '%s'}
+spec: {cluster: {source: Kind}}
+"""
+
+
+@pytest.mark.parametrize("name", ["1east", "0", "9-west", "e" * 56])
+def test_a_cluster_name_must_fit_its_gateway_services_dns_1035_name(name: str) -> None:
+    """Issue 27 item 8: InferenceCluster `1east` rendered Service `1east-gateway`, which
+    Kubernetes 1.35 (the EKS default) refuses: ValidateServiceName is NameIsDNS1035Label there
+    (pkg/apis/core/validation/validation.go, v1.35.5). The sim's 1.36 accepted it only because
+    RelaxedServiceNameValidation turned beta (on) in 1.36 (pkg/features/kube_features.go), so the
+    load refuses it, and a name too long for the `-gateway` suffix, naming the fix."""
+    message = _error(KIND_CLUSTER % name)
+    assert "at metadata.name" in message and "gateway Service ('<name>-gateway')" in message
+    if name[0].isdigit():
+        suggestion = message.split("rename it (e.g. '", 1)[1].split("'", 1)[0]
+        load_manifest_text(KIND_CLUSTER % suggestion)
+    else:
+        assert "may have at most 55" in message
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.from_regex(r"[a-z0-9]([-a-z0-9]{0,70}[a-z0-9])?", fullmatch=True))
+def test_every_cluster_name_the_load_accepts_renders_objects_kubernetes_accepts(name: str) -> None:
+    """For any DNS-label-shaped name: the load accepts it exactly when every object the cluster's
+    foundation renders (namespace, gateway Deployment, Service, ConfigMaps) has a name its kind
+    accepts, by the rules above."""
+    from modelplane.plan import plan_foundation
+    from modelplane.render.gateway import workload_gateway_name
+
+    try:
+        fleet = load_manifest_text(KIND_CLUSTER % name)
+    except ManifestError:
+        assert name_problem({"kind": "Service", "metadata": {"name": workload_gateway_name(name)}}), name
+        return
+    problems = [p for o in plan_foundation(fleet, name).objects() if (p := name_problem(o))]
+    assert problems == []
+
+
+SECRET_ENDPOINT = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelEndpoint
+metadata: {name: saas, namespace: ml-team}
+spec:
+  url: https://api.example.com
+  credential: {apiKey: {secretRef: {name: '%s', key: '%s'}}}
+"""
+
+
+@pytest.mark.parametrize("name, key, field", [
+    ("Together_Key", "apiKey", "secretRef.name"), ("together", "api key", "secretRef.key"),
+    ("together", "..", "secretRef.key")])
+def test_a_credential_secret_reference_follows_the_secrets_name_and_key_rules(name: str, key: str,
+                                                                               field: str) -> None:
+    """A hand-written endpoint's credential names a Secret (a DNS subdomain,
+    apimachinery NameIsDNSSubdomain) and its data key (apimachinery IsConfigMapKey); the gateway's
+    egress reads it as `egress.<namespace>.<name>` / `key` (modelplane.render.gateway), which the
+    API server would refuse at `up` otherwise."""
+    message = _error(SECRET_ENDPOINT % (name, key))
+    assert field in message
+    load_manifest_text(SECRET_ENDPOINT % ("together-key", "api_key.v2"))
+
+
+def test_a_hugging_face_token_secret_reference_follows_the_secrets_name_and_key_rules() -> None:
+    """The staging Job reads `huggingFace.authSecret.key` from a Secret (modelplane.render.cache):
+    the same Secret name and data key rules."""
+    cache = """
+apiVersion: modelplane.ai/v1alpha1
+kind: ModelCache
+metadata: {name: qwen, namespace: ml-team}
+spec:
+  source: HuggingFace
+  huggingFace: {repo: Qwen/Qwen3-0.6B, sizeGiB: 5, authSecret: {name: '%s', key: '%s'}}
+"""
+    assert "huggingFace.authSecret.name" in _error(cache % ("HF", "HF_TOKEN"))
+    assert "huggingFace.authSecret.key" in _error(cache % ("hf", "HF TOKEN"))
+    load_manifest_text(cache % ("hf", "HF_TOKEN"))

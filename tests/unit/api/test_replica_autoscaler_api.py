@@ -144,7 +144,7 @@ def test_two_autoscalers_on_one_deployment_is_an_error() -> None:
                   replica_autoscaler("b", "chat", namespace="ml")])
     assert ("(ReplicaAutoscaler ml/b) at spec.scaleTargetRef.name: ModelDeployment ml/chat is already scaled by "
             "ReplicaAutoscaler ml/a (team.yaml#1); two autoscalers would fight over its replicas: keep one") in text
-    assert text.startswith("1 invalid manifest field(s)")
+    assert text.startswith("1 problem in the manifests; nothing was applied:")
 
 
 def test_duplicate_yaml_key_is_an_error() -> None:

@@ -72,7 +72,7 @@ def test_a_scale_up_a_budget_refuses_is_scaling_limited_with_the_verdict() -> No
     assert outcome.limited.message.startswith(
         "the scheduler placed 2 of the 5 replica(s) asked for (scaled up from 1): replica #2 refused by east: "
         "FleetBudget ml-gpus:")
-    assert "replica #2: Blocked: FleetBudget ml-gpus: a replica needs 1 device(s), 0 of 3 left" in \
+    assert "replica #2: Blocked: FleetBudget ml-gpus: a replica needs 1 device, 0 of 3 left" in \
         outcome.limited.message
     assert [u["verdict"] for u in outcome.unplaced] == ["Blocked", "Blocked", "Blocked"]
     assert outcome.to_json()["placed"] == 2

@@ -4,6 +4,8 @@ ModelExpress without a server or an image vouched for, SGLang PD and port rules.
 
 from __future__ import annotations
 
+import pytest
+
 from tests.unit.render.cloudfleet import EFA_REQUEST, dra_efa_class, gang_requesting, gpu_class
 from tests.unit.render.cloudfleet import GPU_REQUEST as GPUS
 
@@ -269,3 +271,24 @@ def test_an_autoscaled_eks_dra_pool_that_may_reach_zero_nodes_is_reported() -> N
     assert len(got) == 1 and got[0].startswith("[advisory] eks-autoscale-from-zero: InferenceCluster/c1")
     one = EKS.replace("nodeCount: 2, zones", "nodeCount: 1, minNodeCount: 1, maxNodeCount: 3, zones")
     assert messages(base(**{"class": p5("p5.48xlarge"), "cluster": one}), "eks-autoscale-from-zero") == []
+
+
+@pytest.mark.parametrize("size", ["nodeCount: 1, maxNodeCount: 3", "nodeCount: 1, minNodeCount: 0, maxNodeCount: 3"])
+def test_an_autoscaled_gke_dra_pool_that_may_reach_zero_nodes_is_reported(size: str) -> None:
+    """kubernetes/autoscaler cluster-autoscaler/cloudprovider/gce/gce_cloud_provider.go
+    (cluster-autoscaler-1.35.2) `TemplateNodeInfo`: the template node of a MIG comes from its
+    instance template, with no ResourceSlices (`framework.NewNodeInfo(node, nil, ...)`), so from
+    zero nodes no DRA device is visible to the scale-up simulation. A GKE pool's minimum defaults to
+    0 (total_min_node_count, modelplane.clouds.gcp.gke_pool_size): issue 27 item 7."""
+    cluster = GKE % f"{size}, zones: [us-central1-a]"
+    [message] = messages(base(**{"class": a3("a3-highgpu-8g"), "cluster": cluster}), "eks-autoscale-from-zero")
+    assert message.startswith("[advisory] eks-autoscale-from-zero: InferenceCluster/g1 (fleet.yaml#1) "
+                              "spec.nodePools[0].minNodeCount: pool 'h100' may shrink to zero nodes")
+    assert "GKE's cluster autoscaler cannot see the DRA devices" in message
+    assert ("(unset on GKE means 0)" in message) == ("minNodeCount" not in size)
+
+
+@pytest.mark.parametrize("size", ["nodeCount: 1, minNodeCount: 1, maxNodeCount: 3", "nodeCount: 2"])
+def test_a_gke_pool_that_keeps_a_node_or_never_scales_is_not_reported(size: str) -> None:
+    cluster = GKE % f"{size}, zones: [us-central1-a]"
+    assert messages(base(**{"class": a3("a3-highgpu-8g"), "cluster": cluster}), "eks-autoscale-from-zero") == []

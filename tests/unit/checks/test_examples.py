@@ -29,7 +29,8 @@ def test_silent_failures_example_fails_loudly():
     findings = run_checks(load_manifests(EXAMPLES / "silent-failures"), observed=observed)
     assert sorted({(f.policy, f.level) for f in findings}) == [
         ("cache-revision-match", "mandatory"), ("declared-capacity", "advisory"),
-        ("fabric", "mandatory"), ("fabric-multi-node-tcp", "advisory"), ("kind-node-image", "mandatory"),
+        ("fabric", "mandatory"), ("fabric-multi-node-tcp", "advisory"), ("kind-node-digest", "advisory"),
+        ("kind-node-image", "mandatory"),
         ("pool-label-on-existing-clusters", "mandatory"), ("prefill-decode-needs-nixl", "mandatory"),
         ("published-device-attributes", "mandatory"), ("replicas-fully-scheduled", "mandatory"),
         ("secrets", "mandatory"), ("usable-gpu-memory", "mandatory"),

@@ -32,7 +32,7 @@ def test_none_placed_fails_with_the_scheduler_explanation():
     assert got == [
         "[mandatory] replicas-fully-scheduled: ModelDeployment/ml-team/llama (fleet.yaml#2) spec.replicas: "
         "0 of 1 replicas placed (ReplicasScheduled=False, InsufficientCapacity: 0 of 1 replicas scheduled "
-        "(checked 1 clusters)). Scheduler: replica 0: byo: no pool for engine vllm: pool h100: member 0 "
+        "(checked 1 cluster)). Scheduler: replica 0: byo: no pool for engine vllm: pool h100: member 0 "
         "(Standalone) request 'gpu' matched no device. " + FIX
     ]
 

@@ -15,7 +15,7 @@ from referencing import Registry, Resource
 K8S_VERSION = "1.35"
 CORE_KINDS = {"Namespace", "ConfigMap", "Service", "PersistentVolumeClaim", "Job", "Deployment",
               "ResourceClaimTemplate", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
-              "ResourceQuota", "DaemonSet", "StorageClass"}
+              "ResourceQuota", "DaemonSet", "StorageClass", "PodDisruptionBudget"}
 
 
 @cache

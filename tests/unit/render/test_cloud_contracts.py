@@ -147,7 +147,7 @@ def test_efa_requests_follow_the_gpus_a_pod_claims_and_only_pods_whose_traffic_l
                         place(fl, "ml-team", "pdq", "eks-a", pools={"prefill": ("efa",), "decode": ("efa",)}), "eks-a")
     got = {d["metadata"]["labels"]["modelplane.ai/engine"]:
            d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["vpc.amazonaws.com/efa"]
-           for d in by_kind(pd, "Deployment")}
+           for d in by_kind(pd, "Deployment") if d["metadata"]["labels"]["modelplane.ai/engine"] != "pd-router"}
     assert got == {"prefill": "8", "decode": "16"}
     half = render_replica(fl, fl.deployments[("ml-team", "half")],
                           place(fl, "ml-team", "half", "eks-a", pools={"vllm": ("efa",)}), "eks-a")
@@ -261,8 +261,11 @@ def test_sglang_prefill_decode_traffic_goes_through_its_pd_router() -> None:
         labels = dep["spec"]["template"]["metadata"]["labels"]
         selected = all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
         assert selected == (dep is routers[0]), dep["metadata"]["name"]
-    script = router["spec"]["containers"][0]["args"][0]
-    assert "sglang_router.launch_router" in script and "--pd-disaggregation" in script
+    container = router["spec"]["containers"][0]
+    assert container["command"] == ["python3", "-m", "sglang_router.launch_router"]
+    assert container["image"] == "lmsysorg/sglang-router:v0.3.2"
+    script = " ".join(container["args"])
+    assert "--pd-disaggregation" in script
     # its selectors name exactly the prefill and the decode pods
     for phase in ("prefill", "decode"):
         tail = script.split(f"--{phase}-selector ", 1)[1].split(" --", 1)[0].split()
@@ -278,16 +281,49 @@ def test_sglang_prefill_decode_traffic_goes_through_its_pd_router() -> None:
     assert router["spec"]["serviceAccountName"] == one(objects, "RoleBinding")["subjects"][0]["name"]
 
 
-def test_vllm_prefill_decode_routes_to_decode_pods_without_a_router() -> None:
-    """vLLM NixlConnector (docs/features/nixl_connector_usage.md): a kv_consumer answers a
-    request without kv_transfer_params by prefilling it itself, so decode pods can take traffic."""
+def test_vllm_prefill_decode_traffic_goes_through_vllms_pd_router() -> None:
+    """vllm-project/router docs/model-routing/pd-disaggregation.md and environment/kubernetes.md:
+    `vllm-router --vllm-pd-disaggregation` (NIXL: `--kv-connector nixl`) sends each request to a
+    prefill server, then to a decode server with the prefill's `kv_transfer_params`, discovering
+    both by label (`--service-discovery --prefill-selector ... --decode-selector ...`). Without
+    it a NixlConnector kv_consumer prefills every request itself (vLLM
+    docs/features/nixl_connector_usage.md) and the prefill pods idle. The Service selects the
+    router; its selectors name exactly the prefill and the decode pods; it runs from an image
+    that carries it (vllm-project/router Dockerfile.router), `serving.routerImage` overriding."""
     from .fleets import full_fleet
 
     fl = full_fleet()
     rep = place(fl, "ml-team", "pd", "kind-a")
     objects = render_replica(fl, fl.deployments[("ml-team", "pd")], rep, "kind-a")
-    assert one(objects, "Service")["spec"]["selector"]["llm-d.ai/role"] == "decode"
-    assert not by_kind(objects, "Role")
+    engines = {d["metadata"]["labels"]["modelplane.ai/engine"]: d for d in by_kind(objects, "Deployment")}
+    router = engines["pd-router"]["spec"]["template"]
+    service = one(objects, "Service")
+    for dep in by_kind(objects, "Deployment"):
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        selected = all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
+        assert selected == (dep is engines["pd-router"]), dep["metadata"]["name"]
+    container = router["spec"]["containers"][0]
+    assert (container["image"], container["command"]) == ("vllm/vllm-router:v0.1.17", ["vllm-router"])
+    args = container["args"]
+    assert {"--vllm-pd-disaggregation", "--service-discovery"} <= set(args)
+    assert args[args.index("--kv-connector") + 1] == "nixl"
+    assert args[args.index("--port") + 1] == args[args.index("--service-discovery-port") + 1] == "8000"
+    assert args[args.index("--service-discovery-namespace") + 1] == "ml-team"
+    for phase in ("prefill", "decode"):
+        start = args.index(f"--{phase}-selector") + 1
+        terms = dict(t.split("=", 1) for t in args[start:start + 2])
+        labels = engines[phase]["spec"]["template"]["metadata"]["labels"]
+        assert terms and all(labels.get(k) == v for k, v in terms.items()), (phase, terms)
+    for obj in objects:
+        validate_any(obj)
+    mirrored = fl.deployments[("ml-team", "pd")].model_copy(deep=True)
+    serving = mirrored.spec.template.spec.serving
+    assert serving is not None
+    serving.router_image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm-router:v0.1.17"
+    again = render_replica(fl, mirrored, rep, "kind-a")
+    [mirror] = [d for d in by_kind(again, "Deployment")
+                if d["metadata"]["labels"]["modelplane.ai/engine"] == "pd-router"]
+    assert mirror["spec"]["template"]["spec"]["containers"][0]["image"] == serving.router_image
 
 
 @pytest.mark.parametrize("cluster", ["eks-a", "gke-b"])

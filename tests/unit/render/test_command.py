@@ -37,6 +37,8 @@ def test_writes_one_object_per_file_per_cluster(tmp_path, capsys):
     tree = _tree(out)
     assert tree
     for path, data in tree.items():
+        if path.split("/")[1] in ("charts", "cloud"):    # the serving stack's files: test_gitops.py
+            continue
         cluster, name = path.split("/")
         docs = list(yaml.safe_load_all(data))
         assert len(docs) == 1

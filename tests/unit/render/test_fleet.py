@@ -130,7 +130,8 @@ def test_objects_are_sorted_dependencies_first():
     fl = full_fleet()
     objects = _manifests(fl, _placement(fl))["kind-a"]
     kinds = [o["kind"] for o in objects]
-    order = ["Namespace", "ConfigMap", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment", "Service"]
+    order = ["Namespace", "ConfigMap", "PersistentVolumeClaim", "Role", "RoleBinding", "ServiceAccount", "Job",
+             "ResourceClaimTemplate", "Deployment", "Service"]
     assert kinds == sorted(kinds, key=order.index)
     assert kinds[0] == "Namespace" and kinds[-1] == "Service"
 

@@ -1,4 +1,4 @@
-"""PrefillDecode: two phase engines with NIXL plumbing behind one decode-facing Service."""
+"""PrefillDecode: two phase engines with NIXL plumbing behind vLLM's P/D router."""
 
 from modelplane.render import render_replica
 
@@ -12,7 +12,8 @@ def _render():
 
 
 def _by_engine(objects):
-    return {d["metadata"]["labels"]["modelplane.ai/engine"]: d for d in by_kind(objects, "Deployment")}
+    return {d["metadata"]["labels"]["modelplane.ai/engine"]: d for d in by_kind(objects, "Deployment")
+            if d["metadata"]["labels"]["modelplane.ai/engine"] != "pd-router"}
 
 
 def test_each_phase_engine_keeps_its_own_copies():
@@ -46,13 +47,13 @@ def test_user_side_channel_port_wins():
     assert ports == [{"name": "VLLM_NIXL_SIDE_CHANNEL_PORT", "value": "5600"}]
 
 
-def test_service_routes_to_decode_and_no_inference_pool_is_rendered():
+def test_service_routes_to_the_pd_router_and_no_inference_pool_is_rendered():
     rep, objects = _render()
     svc = one(objects, "Service")
     assert svc["metadata"]["name"] == rep.name
-    assert svc["spec"]["selector"] == {"modelplane.ai/serving": rep.name, "llm-d.ai/role": "decode"}
+    assert svc["spec"]["selector"] == {"modelplane.ai/serving": rep.name, "app.kubernetes.io/component": "pd-router"}
     kinds = {o["kind"] for o in objects}
-    assert kinds == {"ResourceClaimTemplate", "Deployment", "Service"}
+    assert kinds == {"ResourceClaimTemplate", "Deployment", "Service", "ServiceAccount", "Role", "RoleBinding"}
 
 
 def test_unified_engines_get_no_nixl_env():

@@ -36,7 +36,7 @@ def test_all_kinds_are_covered():
     kinds = {o["kind"] for o in OBJECTS}
     assert kinds == {"Namespace", "ConfigMap", "PersistentVolumeClaim", "Job", "ResourceClaimTemplate", "Deployment",
                      "LeaderWorkerSet", "PodCliqueSet", "Service", "Queue", "ServiceAccount", "ClusterRole",
-                     "ClusterRoleBinding"}
+                     "ClusterRoleBinding", "Role", "RoleBinding", "ResourceQuota"}
 
 
 @pytest.mark.parametrize("obj", OBJECTS, ids=lambda o: f"{o['kind']}-{o['metadata']['name']}")

@@ -50,7 +50,7 @@ def test_control_plane_has_one_child_per_cluster_weighted_by_endpoint_sums():
     west = http["services"]["cp-ml-team-chat-p0-c-west"]["loadBalancer"]
     assert west["servers"] == [{"url": "http://gw-west"}]
     assert west["healthCheck"]["path"] == "/ml-team/chat/health/p0"
-    assert http["middlewares"]["retry"]["retry"]["status"] == ["502-504"]
+    assert http["middlewares"]["retry"]["retry"]["status"] == ["503"]
 
 
 def test_control_plane_config_never_contains_the_key():
@@ -95,7 +95,7 @@ def test_anthropic_endpoints_get_x_api_key():
 def test_workload_routes_local_replicas_with_their_weights_and_strips_the_prefix():
     http = workload_config("west", [ROUTE], Tuning(health_interval="1s"))["http"]
     router = http["routers"]["wl-ml-team-chat"]
-    assert router["middlewares"] == ["wl-ml-team-chat-strip", "retry"]
+    assert router["middlewares"] == ["wl-ml-team-chat-strip", "unprocessed-503", "retry"]
     assert http["middlewares"]["wl-ml-team-chat-strip"] == {"stripPrefix": {"prefixes": ["/ml-team/chat"]}}
     children = http["services"][router["service"]]["weighted"]["services"]
     assert {c["name"]: c["weight"] for c in children} == {"replica-ml-team-a-1": 4, "replica-ml-team-b-0": 1}
@@ -158,8 +158,37 @@ def test_every_hop_buffers_post_bodies_so_streams_are_not_cut():
         for name, r in retries.items():
             assert r["status"] and r["retryNonIdempotentMethod"] is True, (hop, name)
             assert r["maxRequestBodyBytes"] == Tuning().retry_max_body, (hop, name)
-    assert _retries(hops["control plane"]["http"])["retry"]["status"] == ["502-504"]
+    assert _retries(hops["control plane"]["http"])["retry"]["status"] == ["503"]
     assert _retries(hops["workload"]["http"])["retry"]["status"] == ["502"]
+    assert _retries(hops["egress"]["http"])["egress-retry"]["status"] == ["503"]
+
+
+def test_no_hop_resends_a_post_that_may_still_be_running():
+    """Issue 27 item 3. traefik/traefik pkg/middlewares/retry/retry.go (v3.7): a network error is
+    retried only while `proxyReached && !wroteRequest`, but a `status` retry with
+    `retryNonIdempotentMethod` resends a POST that was written. Behind a load balancer (control
+    plane -> workload gateway, egress -> provider) a 502/504 may be a connection cut while the
+    engine still computes (a 60 s Classic LB idle timeout cut >60 s completions, which then ran
+    up to 3 times): those hops resend 503 only. The workload gateway, straight to the pod, retries
+    its 502 (the engine connection broke: nothing runs the request any more) and answers 503 when
+    every attempt failed (pkg/middlewares/customerrors/custom_errors.go `statusRewrites`), so the
+    control plane tries another cluster. tests/integration/test_retry_written_posts.py drives it."""
+    from modelplane.gateway.config import UNPROCESSED_REWRITE
+
+    def secret(ns, cred):
+        return KEY
+
+    resent_after_write = {"502", "504", "500-599", "502-504", "500-504"}
+    for hop, cfg in {"control plane": control_plane_config([ROUTE], {"east": "e", "west": "w"},
+                                                           {SAAS.key: "http://127.0.0.1:1"}),
+                     "egress": egress_config([ROUTE], secret)}.items():
+        for name, r in _retries(cfg["http"]).items():
+            assert not resent_after_write & set(r["status"]), (hop, name)
+    wl = workload_config("west", [ROUTE])["http"]
+    assert wl["middlewares"][UNPROCESSED_REWRITE] == {"errors": {
+        "status": ["502"], "statusRewrites": {"502": 503}, "service": "noop@internal"}}
+    users = [r for n, r in wl["routers"].items() if n.startswith("wl-") and not n.endswith("health")]
+    assert users and all(r["middlewares"][1:] == [UNPROCESSED_REWRITE, "retry"] for r in users)
 
 
 def test_retry_body_bound_stays_small_because_traefik_allocates_it_for_every_request():

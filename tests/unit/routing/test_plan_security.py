@@ -167,3 +167,65 @@ def test_auth_without_tls_is_mandatory_and_an_exposed_gateway_without_both_is_ad
     unnamed = secured(tls=None, auth=False, cluster_source=eks)
     del unnamed[3]["spec"]["clusterName"]
     assert _levels(unnamed) == set()
+
+
+# ---------------------------------------------------------------- issue 30
+
+def saas_endpoint(origin, credential=True):
+    spec = {"origin": origin, "model": "m"}
+    if credential:
+        spec["credentialRef"] = {"name": "provider-key", "key": "apiKey"}
+    return {"apiVersion": g.API, "kind": "ModelEndpoint", "metadata": {"name": "saas", "namespace": NS},
+            "spec": spec}
+
+
+def _findings(docs, policy):
+    return [f for f in run_checks(load_manifest_text(g.to_yaml(docs))) if f.policy == policy]
+
+
+def test_30_7_a_provider_key_sent_over_plain_http_is_a_mandatory_finding():
+    base = secured(tls={"selfSigned": True})
+    (finding,) = _findings([*base, saas_endpoint("http://api.example.com")], "endpoint-key-needs-tls")
+    assert finding.level == MANDATORY and finding.field == "spec.origin"
+    assert "provider-key" in finding.message and "https://" in finding.message
+    assert _findings([*base, saas_endpoint("https://api.example.com")], "endpoint-key-needs-tls") == []
+    assert _findings([*base, saas_endpoint("http://api.example.com", credential=False)], "endpoint-key-needs-tls") == []
+
+
+def test_30_low_plain_http_redirect_with_caller_keys_gets_an_advisory():
+    redirect = secured(tls={"selfSigned": True, "plainHttp": "Redirect"})
+    (finding,) = _findings(redirect, "gateway-redirect-with-keys")
+    assert finding.level == "advisory" and finding.field == "spec.tls.plainHttp" and "Refuse" in finding.message
+    assert _findings(secured(tls={"selfSigned": True}), "gateway-redirect-with-keys") == []
+    assert _findings(secured(tls={"selfSigned": True, "plainHttp": "Redirect"}, auth=False),
+                     "gateway-redirect-with-keys") == []
+
+
+@pytest.mark.parametrize("name", ["../../etc", "a/b", "..", "Edge_Cert", "x" * 254])
+def test_30_low_certificate_refs_are_secret_names_never_a_path(name):
+    gw = g.gateway("east")
+    gw["spec"]["tls"] = {"certificateRefs": [{"name": name}]}
+    with pytest.raises(ManifestError, match=r"certificateRefs\[0\]\.name \(a Secret name\)"):
+        load_manifest_text(g.to_yaml([gw]))
+
+
+def test_30_low_two_callers_sharing_one_key_are_refused_at_render():
+    key = "sk-shared-0123456789abcdef"
+    with pytest.raises(GatewaySecurityError, match="callers alice, bob have the same API key") as err:
+        callers_secret_data({"alice": key, "bob": f" {key}\n", "carol": "sk-carol-0123456789abcdef"})
+    assert key not in str(err.value)
+
+
+def test_30_low_tls_1_2_offers_aead_suites_only():
+    """Traefik's TLS option `cipherSuites` (doc.traefik.io/reference/routing-configuration/http/tls/
+    tls-options, "Cipher Suites"), Go's crypto/tls names: with it unset, Go's defaults for TLS 1.2
+    include the ECDHE CBC-SHA suites. The running edge refuses them:
+    tests/integration/test_secure_data_path.py."""
+    _, _, out = plan_of(secured(tls={"selfSigned": True}))
+    options = [doc["tls"]["options"]["default"] for objects in out.values() for o in objects
+               if o["kind"] == "ConfigMap" for key, text in (o.get("data") or {}).items() if key.endswith(".yaml")
+               for doc in [yaml.safe_load(text)] if isinstance(doc, dict) and "tls" in doc]
+    assert len(options) == 3                       # the edge and both workload gateways (their mTLS side)
+    for option in options:
+        suites = option["cipherSuites"]
+        assert suites and all(("_GCM_" in s or "CHACHA20_POLY1305" in s) and "ECDHE" in s for s in suites), suites

@@ -42,7 +42,7 @@ def test_19_14_a_second_replica_fitting_on_the_node_added_for_the_first_fits_aft
     assert third is not None and fourth is not None
     assert (third.verdict, third.cluster, dict(third.scale_up)) == ("FitsAfterScaleUp", "c1", {"p": 1})
     assert (fourth.verdict, fourth.cluster, dict(fourth.scale_up)) == ("FitsAfterScaleUp", "c1", {"p": 1})
-    assert fourth.message == ("fits on c1 after adding 1 node(s) to pool p (1 -> 2 nodes: raise nodeCount from 1 "
+    assert fourth.message == ("fits on c1 after adding 1 node to pool p (1 -> 2 nodes: raise nodeCount from 1 "
                               "to 2), counting the unplaced replicas before it")
 
 

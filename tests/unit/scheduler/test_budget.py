@@ -101,7 +101,7 @@ def test_dropped_replica_says_why() -> None:
 def test_the_budget_message_names_what_is_left() -> None:
     fp = check_policy(CASES[0])
     message = of(fp, "m", "ml").unplaced[0].feasibility.message
-    assert message == "FleetBudget ml: a replica needs 1 device(s), 0 of 2 left"
+    assert message == "FleetBudget ml: a replica needs 1 device, 0 of 2 left"
 
 
 def test_replicas_dropped_for_overdraw_give_their_devices_back() -> None:

@@ -69,13 +69,13 @@ def test_scale_up_counts_the_replicas_before_it() -> None:
     f1, f2 = feasibility(check_policy(CASES[2]))
     assert (f1.cluster, dict(f1.scale_up)) == ("a", {"p": 1})
     assert (f2.cluster, dict(f2.scale_up)) == ("a", {"p": 2})
-    assert f1.message == "fits on a after adding 1 node(s) to pool p (1 -> 2 nodes: raise nodeCount from 1 to 2)"
+    assert f1.message == "fits on a after adding 1 node to pool p (1 -> 2 nodes: raise nodeCount from 1 to 2)"
 
 
 def test_gang_needs_three_more_nodes() -> None:
     (f,) = feasibility(check_policy(CASES[6]))
     assert dict(f.scale_up) == {"p1": 3}    # leader + 3 workers: 4 pods, 4 nodes, 1 there
-    assert f.message.startswith("fits on a after adding 3 node(s) to pool p1")
+    assert f.message.startswith("fits on a after adding 3 nodes to pool p1")
 
 
 @pytest.mark.parametrize("declared, observed, replicas, want", [
@@ -95,7 +95,7 @@ def test_scale_up_says_what_to_change(declared, observed, replicas, want) -> Non
 
 def test_not_feasible_names_the_clusters() -> None:
     (f,) = feasibility(check_policy(CASES[0]))
-    assert f.message.startswith("no pool of the 1 cluster(s) the selectors match could ever hold it, at any size "
+    assert f.message.startswith("no pool of the 1 cluster the selectors match could ever hold it, at any size "
                                 "(first, a: no pool for engine main: pool p: member 0 (Standalone) request 'gpu' "
                                 "matched too few devices (needs 16")
 
@@ -104,7 +104,7 @@ def test_json_carries_the_verdict() -> None:
     doc = check_policy(CASES[2]).to_json()
     u = doc["deployments"][0]["unplaced"][0]
     assert u["feasibility"] == {"verdict": UP, "cluster": "a", "scaleUp": {"p": 1},
-                                "message": "fits on a after adding 1 node(s) to pool p "
+                                "message": "fits on a after adding 1 node to pool p "
                                            "(1 -> 2 nodes: raise nodeCount from 1 to 2)"}
 
 
@@ -117,5 +117,5 @@ def test_a_fabric_group_no_pool_of_which_matches_a_member_is_not_feasible() -> N
     docs = [*fleet(None, "ib-1", extra=(pool("gpu2", "h100x8", 2, domain="ib-1"),)), deployment("m", 1, COORDINATED)]
     (f,) = feasibility(plan(docs, accounting="Node"))
     assert f.verdict == NF
-    assert f.message.startswith("no pool of the 1 cluster(s) the selectors match could ever hold it, at any size "
+    assert f.message.startswith("no pool of the 1 cluster the selectors match could ever hold it, at any size "
                                 "(first, a: no pool for engine main: ")

@@ -154,7 +154,7 @@ class GrowCase:
 
 GROW = [
     GrowCase("gke-fixed-grows-by-a-node-per-zone", fleet(GKE, pool("p", "h100", 2, zones=[GA, GB])),
-             FITS_AFTER_SCALE_UP, {"p": 2}, "after adding 2 node(s) to pool p (2 -> 4 nodes"),
+             FITS_AFTER_SCALE_UP, {"p": 2}, "after adding 2 nodes to pool p (2 -> 4 nodes"),
     GrowCase("eks-uneven-grows-to-the-next-multiple", fleet(EKS, pool("p", "h100", 3, zones=[EA, EB])),
              FITS_AFTER_SCALE_UP, {"p": 1}, "(3 -> 4 nodes"),
     GrowCase("three-zones-three-node-gang", fleet(GKE, pool("p", "h100", 3, zones=[GA, GB, GC]), eng=gang(workers=2)),

@@ -81,8 +81,8 @@ def test_a_new_filter_plugins_policy_refusal_is_blocked_never_a_scale_up(monkeyp
 
 @pytest.mark.parametrize("kind, want, words", [
     (POLICY, BL, "every cluster that could hold it refuses it by policy: change freeze (a)"),
-    (CAPACITY, UP, "fits on a after adding 1 node(s) to pool p (0 -> 1 nodes: raise nodeCount from 0 to 1)"),
-    (NEVER, NF, "no pool of the 1 cluster(s) the selectors match could ever hold it, at any size "
+    (CAPACITY, UP, "fits on a after adding 1 node to pool p (0 -> 1 nodes: raise nodeCount from 0 to 1)"),
+    (NEVER, NF, "no pool of the 1 cluster the selectors match could ever hold it, at any size "
                 "(first, a: the cluster is under a change freeze)"),
 ])
 def test_the_verdict_follows_the_kind_the_plugin_sets(monkeypatch, kind, want, words) -> None:

@@ -242,7 +242,7 @@ def test_budgets_reserve_charges_refuses_and_unreserve_refunds() -> None:
     b.book.used["ml"] = 2
     why = b.reserve(r)
     assert why is not None and why.code == codes.BUDGET_EXCEEDED and why.plugin == "budgets"
-    assert why.message == "FleetBudget ml: a replica needs 1 device(s), 0 of 2 left" and why.kind == codes.CAPACITY
+    assert why.message == "FleetBudget ml: a replica needs 1 device, 0 of 2 left" and why.kind == codes.CAPACITY
 
 
 def test_spread_admit_score_and_reserve() -> None:

@@ -43,6 +43,7 @@ from modelplane.scheduler.policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_
 from modelplane.scheduler.reasons import NEVER, POLICY, RECORDED, Reason
 from modelplane.scheduler.refusals import Refusals, refusal_lines, summarize
 from modelplane.scheduler.shape import ClusterView
+from modelplane.words import counted
 from tests.manifests import (
     cluster,
     deployment,
@@ -144,7 +145,7 @@ class OldAssessor(Assessor):
                 never[c.name] = cannot
         if not feasible:
             first, why = sorted(never.items())[0]
-            text = (f"no pool of the {len(candidates)} cluster(s) the selectors match could ever hold it, "
+            text = (f"no pool of the {counted(len(candidates), 'cluster')} the selectors match could ever hold it, "
                     f"at any size (first, {first}: {why.message})")
             return [Feasibility(NOT_FEASIBLE, text)] * count
         names = _policy_names(st.bindings)
@@ -184,7 +185,8 @@ class OldAssessor(Assessor):
             over = next((b for b, cost in costs.items() if cost and cost > left[b]), None)
             if over is not None:
                 rule = self.book.rules[over]
-                out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {costs[over]} device(s), "
+                needs = counted(costs[over], "device")
+                out.append(Feasibility(BLOCKED, f"FleetBudget {over}: a replica needs {needs}, "
                                                 f"{max(0, left[over])} of {rule.max_devices} left"))
                 continue
             if nodes == 0 and name not in grown:

@@ -2,9 +2,10 @@
 // Yaegi) that turns an API key into a caller identity.
 //
 // A request must carry `Authorization: Bearer <key>` or `x-api-key: <key>`. The key is
-// hashed (SHA-256) and compared, in constant time, with the hash of every caller's key
-// read from KeysDir (one file per caller: the file name is the identity, the content the
-// key or `sha256:<64 hex>`). On success the key headers are removed and CallerHeader is
+// hashed (SHA-256) and looked up among the hashes of the callers' keys read from KeysDir
+// (one file per caller: the file name is the identity, the content the key or
+// `sha256:<64 hex>`). A source address that sent FailuresPerMinute requests without a valid
+// key is answered 429 until its budget refills, before any lookup. On success the key headers are removed and CallerHeader is
 // set to the identity; any header a client sent under that name (in any case, with `_`
 // for `-`) is dropped first. Otherwise the answer is 401 with an OpenAI-shaped body.
 //
@@ -12,8 +13,9 @@
 // service accepts (403 for the others), and RequestsPerMinute/Burst and InFlight bound
 // each caller across every router of this gateway (429 with Retry-After).
 //
-// KeysDir is checked on every request (one stat): adding or removing a caller file takes
-// effect on the next request, while requests already in flight go on.
+// KeysDir is checked on every request (one stat), and every key file read again at least
+// every second or so: adding or removing a caller file takes effect on the next request, a
+// file overwritten in place within the recheck interval, while requests already in flight go on.
 package callerauth
 
 import (
@@ -33,11 +35,15 @@ type Config struct {
 	RequestsPerMinute int      `json:"requestsPerMinute,omitempty"`
 	Burst             int      `json:"burst,omitempty"`
 	InFlight          int      `json:"inFlight,omitempty"`
+	// Requests without a valid key one source address may make (failures.go); 0: no bound.
+	FailuresPerMinute int `json:"failuresPerMinute,omitempty"`
+	FailureBurst      int `json:"failureBurst,omitempty"`
 }
 
 // CreateConfig returns the defaults Traefik decodes the configuration into.
 func CreateConfig() *Config {
-	return &Config{CallerHeader: "x-modelplane-caller"}
+	return &Config{CallerHeader: "x-modelplane-caller", FailuresPerMinute: defaultFailuresPerMinute,
+		FailureBurst: defaultFailureBurst}
 }
 
 // Auth is one configured instance (one per router that uses it).
@@ -50,6 +56,7 @@ type Auth struct {
 	allowed      map[string]bool
 	service      string
 	limits       limits
+	failures     failures
 }
 
 // New builds the middleware; Traefik calls it for every configuration it loads.
@@ -60,8 +67,10 @@ func New(_ context.Context, next http.Handler, config *Config, name string) (htt
 	if config.CallerHeader == "" {
 		return nil, errors.New("callerauth: callerHeader is required")
 	}
-	if config.RequestsPerMinute < 0 || config.Burst < 0 || config.InFlight < 0 {
-		return nil, errors.New("callerauth: requestsPerMinute, burst and inFlight must not be negative")
+	if config.RequestsPerMinute < 0 || config.Burst < 0 || config.InFlight < 0 || config.FailuresPerMinute < 0 ||
+		config.FailureBurst < 0 {
+		return nil, errors.New("callerauth: requestsPerMinute, burst, inFlight, failuresPerMinute and failureBurst " +
+			"must not be negative")
 	}
 	a := &Auth{
 		next:         next,
@@ -71,6 +80,7 @@ func New(_ context.Context, next http.Handler, config *Config, name string) (htt
 		callerNames:  spellings(config.CallerHeader),
 		service:      config.Service,
 		limits:       newLimits(config.RequestsPerMinute, config.Burst, config.InFlight),
+		failures:     newFailures(config.FailuresPerMinute, config.FailureBurst),
 	}
 	if len(config.Allowed) > 0 {
 		a.allowed = make(map[string]bool, len(config.Allowed))
@@ -88,13 +98,22 @@ func (a *Auth) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	req.Header.Del("X-Api-Key")
 	a.dropCallerHeaders(req.Header)
 
+	source := sourceOf(req)
+	if wait := a.failures.blocked(source); wait > 0 {
+		// Refused before the key is looked at: a source that keeps failing is slowed, not served.
+		writeError(rw, http.StatusTooManyRequests, "too_many_failed_attempts", "requests",
+			"Too many requests without a valid API key from this address; retry later.", wait)
+		return
+	}
 	if key == "" {
+		a.failures.failed(source)
 		writeError(rw, http.StatusUnauthorized, "missing_api_key", "invalid_request_error",
 			"No API key provided: send `Authorization: Bearer <key>` (or `x-api-key: <key>`).", 0)
 		return
 	}
 	caller := a.keys.lookup(sha256.Sum256([]byte(key)))
 	if caller == "" {
+		a.failures.failed(source)
 		writeError(rw, http.StatusUnauthorized, "invalid_api_key", "invalid_request_error",
 			"Incorrect API key provided.", 0)
 		return

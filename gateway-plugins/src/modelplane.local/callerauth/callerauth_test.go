@@ -5,11 +5,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 type seen struct{ header http.Header }
@@ -180,5 +182,114 @@ func TestEverySpellingOfTheCallerHeaderIsKnown(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("%v, want %v", got, want)
 		}
+	}
+}
+
+// fakeClock replaces the package clock for one test; advance moves it on.
+func fakeClock(t *testing.T) func(time.Duration) {
+	t.Helper()
+	at := time.Unix(1_800_000_000, 0)
+	clock = func() time.Time { return at }
+	t.Cleanup(func() { clock = time.Now })
+	return func(d time.Duration) { at = at.Add(d) }
+}
+
+func callFrom(h http.Handler, source string, headers map[string]string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", nil)
+	req.RemoteAddr = source
+	for k, v := range headers {
+		req.Header.Add(k, v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// Issue 30 (low): 200 wrong keys from one source were 200 answers of 401, each a lookup.
+func TestWrongKeysAreThrottledPerSource(t *testing.T) {
+	advance := fakeClock(t)
+	sources = map[string]*bucket{}
+	h, _ := setup(t, &Config{FailuresPerMinute: 60, FailureBurst: 5}, map[string]string{"alice": "alice-key"})
+	codes := map[int]int{}
+	for i := 0; i < 200; i++ {
+		codes[callFrom(h, "203.0.113.7:4000", map[string]string{"Authorization": "Bearer guess"}).Code]++
+	}
+	if codes[401] != 5 || codes[429] != 195 {
+		t.Fatalf("one source's 200 wrong keys: %v, want 5 x 401 then 429", codes)
+	}
+	rec := callFrom(h, "203.0.113.7:4001", map[string]string{"Authorization": "Bearer alice-key"})
+	if rec.Code != 429 || rec.Header().Get("Retry-After") != "1" || errorCode(t, rec) != "too_many_failed_attempts" {
+		t.Fatalf("a throttled source is refused before its key is looked at: %d %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if rec := callFrom(h, "198.51.100.2:4000", map[string]string{"Authorization": "Bearer alice-key"}); rec.Code != 200 {
+		t.Fatalf("another source is not slowed: %d", rec.Code)
+	}
+	if rec := callFrom(h, "198.51.100.2:4000", map[string]string{"Authorization": "Bearer guess"}); rec.Code != 401 {
+		t.Fatalf("another source's first wrong key: %d", rec.Code)
+	}
+	advance(time.Second) // one failure's worth back
+	if rec := callFrom(h, "203.0.113.7:4002", map[string]string{"Authorization": "Bearer alice-key"}); rec.Code != 200 {
+		t.Fatalf("the source after a second: %d", rec.Code)
+	}
+	off, _ := setup(t, &Config{}, map[string]string{"alice": "alice-key"})
+	for i := 0; i < 50; i++ {
+		if rec := callFrom(off, "203.0.113.7:4000", nil); rec.Code != 401 {
+			t.Fatalf("failuresPerMinute 0 turns the bound off: %d", rec.Code)
+		}
+	}
+	if c := CreateConfig(); c.FailuresPerMinute == 0 || c.FailureBurst == 0 {
+		t.Fatalf("the bound is on by default: %+v", c)
+	}
+}
+
+func TestTheSourceTableStaysBounded(t *testing.T) {
+	fakeClock(t)
+	sources = map[string]*bucket{}
+	f := newFailures(60, 1)
+	for i := 0; i < maxSources+10; i++ {
+		f.failed(net.IPv4(10, byte(i>>16), byte(i>>8), byte(i)).String())
+	}
+	if len(sources) > maxSources {
+		t.Fatalf("%d sources tracked, at most %d", len(sources), maxSources)
+	}
+}
+
+// Issue 30 (low): a caller's key file overwritten in place (same directory entry, and here even
+// the same size and modification time) was never noticed: the directory's stamp did not change.
+func TestAKeyFileOverwrittenInPlaceIsNoticed(t *testing.T) {
+	advance := fakeClock(t)
+	h, _ := setup(t, &Config{}, map[string]string{"alice": "alice-key-1"})
+	path := filepath.Join(h.(*Auth).keys.dir, "alice")
+	if call(h, map[string]string{"Authorization": "Bearer alice-key-1"}).Code != 200 {
+		t.Fatal("alice refused")
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt([]byte("alice-key-2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if err := os.Chtimes(path, info.ModTime(), info.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Dir(path), dir.ModTime(), dir.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	advance(recheckMin + time.Millisecond)
+	if rec := call(h, map[string]string{"Authorization": "Bearer alice-key-1"}); rec.Code != 401 {
+		t.Fatalf("the old key after the overwrite: %d", rec.Code)
+	}
+	if rec := call(h, map[string]string{"Authorization": "Bearer alice-key-2"}); rec.Code != 200 {
+		t.Fatalf("the new key after the overwrite: %d", rec.Code)
 	}
 }

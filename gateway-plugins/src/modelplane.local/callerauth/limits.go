@@ -21,15 +21,46 @@ type limits struct {
 }
 
 type callerState struct {
-	tokens   float64
-	last     time.Time
+	bucket   bucket
 	inFlight int
 }
 
 var (
 	statesMu sync.Mutex
 	states   = map[string]*callerState{}
+	// clock is the time every bound reads (tests replace it).
+	clock = time.Now
 )
+
+// bucket is a token bucket: `burst` tokens at most, `perSecond` back each second.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+func fullBucket(burst float64, now time.Time) bucket {
+	return bucket{tokens: burst, last: now}
+}
+
+// take spends one token, or says how many seconds until one is back (0: taken).
+func (b *bucket) take(perSecond, burst float64, now time.Time) int {
+	b.refill(perSecond, burst, now)
+	if b.tokens < 1 {
+		return b.wait(perSecond)
+	}
+	b.tokens--
+	return 0
+}
+
+// wait is the whole seconds until the bucket holds a token again (at least 1).
+func (b *bucket) wait(perSecond float64) int {
+	return int(math.Max(1, math.Ceil((1-b.tokens)/perSecond)))
+}
+
+func (b *bucket) refill(perSecond, burst float64, now time.Time) {
+	b.tokens = math.Min(burst, b.tokens+now.Sub(b.last).Seconds()*perSecond)
+	b.last = now
+}
 
 func newLimits(perMinute, burst, inFlight int) limits {
 	l := limits{perSecond: float64(perMinute) / 60, burst: float64(burst), inFlight: inFlight}
@@ -49,21 +80,18 @@ func (l limits) admit(caller string) (int, string) {
 	statesMu.Lock()
 	defer statesMu.Unlock()
 	s := states[caller]
-	now := time.Now()
+	now := clock()
 	if s == nil {
-		s = &callerState{tokens: l.burst, last: now}
+		s = &callerState{bucket: fullBucket(l.burst, now)}
 		states[caller] = s
 	}
 	if l.inFlight > 0 && s.inFlight >= l.inFlight {
 		return 1, "in-flight request"
 	}
 	if l.perSecond > 0 {
-		s.tokens = math.Min(l.burst, s.tokens+now.Sub(s.last).Seconds()*l.perSecond)
-		s.last = now
-		if s.tokens < 1 {
-			return int(math.Max(1, math.Ceil((1-s.tokens)/l.perSecond))), "request rate"
+		if wait := s.bucket.take(l.perSecond, l.burst, now); wait > 0 {
+			return wait, "request rate"
 		}
-		s.tokens--
 	}
 	s.inFlight++
 	return 0, ""

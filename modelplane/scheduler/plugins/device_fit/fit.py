@@ -21,6 +21,8 @@ from modelplane.scheduler.reasons import CAPACITY, INSUFFICIENT_CAPACITY, NEVER,
 from modelplane.scheduler.shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
 from modelplane.scheduler.types import EnginePlacement, ResolvedRequest
 
+from .alignment import aligned
+
 PLUGIN = "device-fit"
 
 
@@ -71,7 +73,7 @@ class EngineOptions:
 def engine_options(matcher: Matcher, engine: EngineShape, cluster: ClusterView) -> EngineOptions:
     opts = EngineOptions(engine)
     for pool in cluster.pools:
-        opts.matches[pool.name] = tuple(matcher.match(m, pool.cls) for m in engine.members)
+        opts.matches[pool.name] = tuple(aligned(matcher.match(m, pool.cls), pool.cls) for m in engine.members)
     opts.claimable = tuple(
         any(isinstance(match := ms[mi], MemberMatch) and match.claims for ms in opts.matches.values())
         for mi in range(len(engine.members))
@@ -232,7 +234,7 @@ def resolve_retained(matcher: Matcher, shape: DeploymentShape, cluster: ClusterV
             pool = cluster.pool(pool_name)
             if pool is None:
                 return None, [], _pins_changed(f"engine {engine.name}: pool {pool_name} is gone")
-            match = matcher.match(member, pool.cls)
+            match = aligned(matcher.match(member, pool.cls), pool.cls)
             if isinstance(match, NoMatch):
                 return None, [], _pins_changed(f"engine {engine.name}: member {member.index} "
                                                f"({member.role}) no longer matches pool {pool_name}: {match}")
