@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import heapq
 import json
-import sys
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 import pytest
 
@@ -59,16 +57,7 @@ from tests.manifests import (
     tier,
 )
 
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _bench(name: str) -> object:
-    saved = list(sys.path)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        return __import__(name)
-    finally:
-        sys.path[:] = saved
+from .test_plan_snapshots import ROOT, _bench
 
 
 def policy_fleet() -> list[dict]:
