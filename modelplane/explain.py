@@ -166,14 +166,18 @@ def find_deployment(fleet: Fleet, name: str) -> Key:
 def explain_deployment(fleet: Fleet, placement: FleetPlacement, key: Key,
                        observed: Mapping[str, Mapping[str, int]] | None = None) -> Explanation:
     """The explanation of deployment `key` in `placement` (which place_fleet made of `fleet`,
-    with the same `observed` pool sizes)."""
+    with the same `observed` pool sizes, and `explain={key}`: every cluster's reason kept)."""
     dep = fleet.deployments[key]
     placed = placement.find(*key)
     if placed is None:                       # place_fleet places every deployment of the fleet
         raise ValueError(f"the placement has no deployment {key[0]}/{key[1]}")
     shape = compile_deployment(fleet, key, dep)
     clusters = compile_clusters(fleet, observed)
-    refusals = placed.unplaced[0].reasons if placed.unplaced else {}
+    every = placed.unplaced[0].refusals.every() if placed.unplaced else {}
+    if every is None:
+        raise ValueError(f"the placement summarizes why the clusters refused {key[0]}/{key[1]}: place the fleet "
+                         "with place_fleet(..., explain={key}) to explain it cluster by cluster")
+    refusals = every
     first = placed.unplaced[0].feasibility if placed.unplaced else None
     # FitsAfterScaleUp names the cluster and the nodes each pool needs
     scale_up = (first.cluster, dict(first.scale_up)) if first is not None and first.cluster else None

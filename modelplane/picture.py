@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from modelplane.api import Fleet
 from modelplane.gateway.fleet import fleet_routes, placement_endpoints
 from modelplane.scheduler import FleetPlacement
-from modelplane.scheduler.report import refusals
+from modelplane.scheduler.refusals import refusal_lines
 from modelplane.scheduler.shape import compile_clusters, compile_deployment
 from modelplane.words import counted
 
@@ -188,7 +188,7 @@ def _unplaced(placement: FleetPlacement) -> list[str]:
         for u in d.unplaced[:MAX_LIST]:
             verdict = f" <strong>{_e(u.feasibility.verdict)}</strong>: {_e(u.feasibility.message)}" \
                 if u.feasibility is not None else ""
-            lines = _cut(refusals(u.reasons))
+            lines = _cut(refusal_lines(u.refusals))
             out.append(f'<li data-index="{u.index}">replica #{u.index}:{verdict}<ul>'
                        + "".join(f"<li>{_e(line)}</li>" for line in lines) + "</ul></li>")
         if len(d.unplaced) > MAX_LIST:

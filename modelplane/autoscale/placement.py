@@ -27,6 +27,7 @@ from modelplane.scheduler import (
     Unplaced,
     place_fleet,
 )
+from modelplane.scheduler.refusals import refusal_lines
 
 from . import conditions as c
 from .decision import Decision, decide
@@ -134,7 +135,7 @@ def _outcome(scaler: ReplicaAutoscaler, decision: Decision, placed: DeploymentPl
     if decision.desired > decision.current:
         asked += f" (scaled up from {decision.current})"
     first = placed.unplaced[0]
-    reasons = "; ".join(f"{cluster}: {why.message}" for cluster, why in sorted(first.reasons.items())) or "no cluster"
+    reasons = "; ".join(refusal_lines(first.refusals)) or "no cluster"
     verdicts = "; ".join(f"replica #{u['index']}: {u['verdict']}: {u['message']}"
                          for u in unplaced[:MESSAGE_REPLICAS] if u.get("verdict"))
     more = f" (and {short - MESSAGE_REPLICAS} more)" if short > MESSAGE_REPLICAS else ""

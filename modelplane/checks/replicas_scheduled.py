@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from modelplane.scheduler.refusals import refusal_lines
 from modelplane.scheduler.types import DeploymentPlacement
 
 from .context import CheckContext
@@ -17,7 +18,7 @@ POLICY = "replicas-fully-scheduled"
 def _explain(placed: DeploymentPlacement) -> str:
     lines = []
     for unplaced in placed.unplaced:
-        reasons = "; ".join(f"{cluster}: {why.message}" for cluster, why in sorted(unplaced.reasons.items()))
+        reasons = "; ".join(refusal_lines(unplaced.refusals))
         lines.append(f"replica {unplaced.index}: {reasons or 'no candidate cluster'}")
     return " | ".join(lines)
 

@@ -40,6 +40,7 @@ from modelplane.commands.traffic import format_result, printable, run_split
 from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
 from modelplane.references import reference_warnings
+from modelplane.scheduler.refusals import refusal_lines
 from modelplane.words import counted
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def _placement_lines(placement: FleetPlacement) -> list[str]:
         where = ", ".join(f"{r.name}@{r.cluster}" for r in dp.replicas) or "nothing placed"
         lines.append(f"  {dp.namespace}/{dp.name}: {len(dp.replicas)}/{dp.desired} replicas: {where}")
         for u in dp.unplaced:
-            why = "; ".join(f"{c}: {m.message}" for c, m in sorted(u.reasons.items()))
+            why = "; ".join(refusal_lines(u.refusals))
             lines.append(f"    replica {u.index} not placed: {why}")
     return lines
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 
+from modelplane.api import Fleet
 from modelplane.commands.inputs import read_observed, read_previous
 from modelplane.commands.output import JSON, YAML, add_manifests, add_output, dump, load_fleet
 from modelplane.commands.parsers import Subparsers
-from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, place_fleet
+from modelplane.scheduler import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, FleetPlacement, place_fleet
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -30,9 +32,20 @@ def add_parser(subparsers: Subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
+def explained(fleet: Fleet, key: tuple[str, str], *, previous: FleetPlacement | None,
+              observed: Mapping[str, Mapping[str, int]] | None, accounting: str, output: str | None) -> str:
+    """The explanation of one deployment (`explain`, `plan --explain`): the fleet placed with
+    every cluster's reason kept for it (place_fleet(explain=)), then modelplane.explain."""
     # Deferred: the explanation evaluates selectors (modelplane.cel), which other commands' start-up skips.
-    from modelplane.explain import explain_deployment, find_deployment, format_explanation
+    from modelplane.explain import explain_deployment, format_explanation
+
+    placement = place_fleet(fleet, previous=previous, accounting=accounting, observed=observed, explain={key})
+    explanation = explain_deployment(fleet, placement, key, observed)
+    return dump(explanation.to_json(), output) if output in (JSON, YAML) else format_explanation(explanation)
+
+
+def run(args: argparse.Namespace) -> int:
+    from modelplane.explain import find_deployment
 
     try:
         fleet = load_fleet(args.manifests)
@@ -42,7 +55,6 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    placement = place_fleet(fleet, previous=previous, accounting=args.accounting, observed=observed)
-    explanation = explain_deployment(fleet, placement, key, observed)
-    sys.stdout.write(dump(explanation.to_json(), args.output) if args.output else format_explanation(explanation))
+    sys.stdout.write(explained(fleet, key, previous=previous, observed=observed, accounting=args.accounting,
+                               output=args.output))
     return 0

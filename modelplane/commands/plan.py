@@ -56,6 +56,11 @@ def add_parser(subparsers: Subparsers) -> None:
                    type=duration_arg("--observe-timeout", MAX_READ_TIMEOUT_S),
                    help=f"time each cluster gets to answer, at most {MAX_READ_TIMEOUT_S:g} "
                         f"(default {DEFAULT_READ_TIMEOUT_S:g})")
+    p.add_argument("--explain", metavar="DEPLOYMENT",
+                   help="instead of the placement, explain one ModelDeployment (NAMESPACE/NAME, or NAME when one "
+                        "namespace has it) cluster by cluster and pool by pool, as `explain` does: the placement "
+                        "summarizes why the clusters refused a replica (one line per refusal, with how many "
+                        "clusters and a few named), this gives every cluster's reason")
     p.add_argument("--html", metavar="FILE",
                    help="also write the placement as one self-contained HTML page (clusters x deployments, pools' "
                         "devices used and free, unplaced replicas with reasons, routing weights; nothing is fetched "
@@ -80,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
                                  "pool sizes")
             if args.html == STDIO and args.output:
                 raise ValueError("--html - writes the page to stdout, where -o would write too: give --html a FILE")
+            if args.explain and (args.observe or args.metrics or args.html):
+                raise ValueError("--explain does not combine with --observe, --metrics or --html; use --observed FILE "
+                                 "for pool sizes")
             if not (args.observe or args.metrics):
                 previous = read_previous(args.previous) if args.previous else None
                 observed = read_observed(args.observed, fleet=fleet) if args.observed else None
@@ -87,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
             return _refused(exc)
         for warning in reference_warnings(fleet):
             print(f"warning: {warning}", file=sys.stderr)
+        if args.explain:
+            return _explain(args, fleet, previous, observed)
         if not (args.observe or args.metrics):
             placement = place_fleet(fleet, previous=previous, accounting=args.accounting, observed=observed)
             text = _placement_text(placement, args)
@@ -123,6 +133,21 @@ def run(args: argparse.Namespace) -> int:
         return _write(dump(json.loads(text), YAML) if args.output == YAML else text)
     except (ValueError, OSError) as exc:
         return _refused(exc)
+
+
+def _explain(args: argparse.Namespace, fleet: Fleet, previous: FleetPlacement | None,
+             observed: dict[str, dict[str, int]] | None) -> int:
+    """`plan --explain DEPLOYMENT`: `explain`'s per-cluster table (modelplane.explain) of one
+    deployment, placed with plan's inputs."""
+    from modelplane.commands.explain import explained
+    from modelplane.explain import find_deployment
+
+    try:
+        key = find_deployment(fleet, args.explain)
+    except ValueError as exc:
+        return _refused(exc)
+    return _write(explained(fleet, key, previous=previous, observed=observed, accounting=args.accounting,
+                            output=args.output))
 
 
 def _refused(exc: ValueError | OSError) -> int:

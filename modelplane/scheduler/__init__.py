@@ -40,7 +40,7 @@ See docs/scheduler.md for the rules and where they diverge from the reference.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import TYPE_CHECKING
 
 from modelplane.api import Fleet, ModelDeployment
@@ -65,21 +65,37 @@ if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first nee
     from modelplane.cel import SelectorCache
 
 __all__ = [
-    "ACCOUNTING_MODES", "DEFAULT_ACCOUNTING", "Condition", "DeploymentPlacement", "EnginePlacement", "FleetPlacement",
+    "ACCOUNTING_MODES", "DEFAULT_ACCOUNTING", "EVERY_DEPLOYMENT", "Condition", "DeploymentPlacement",
+    "EnginePlacement", "FleetPlacement",
     "ObservedCapacity", "ObservedPool", "Outage", "PlacedReplica", "PlacementFormatError", "ResolvedRequest",
     "Unplaced", "candidate_clusters", "place_fleet", "resolve_member_requests",
 ]
 
 
+class _Every:
+    """Every deployment (`place_fleet(explain=EVERY_DEPLOYMENT)`)."""
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+
+EVERY_DEPLOYMENT: Container[tuple[str, str]] = _Every()
+
+
 def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = DEFAULT_ACCOUNTING,
                 observed: ObservedCapacity | None = None, selector_cache: SelectorCache | None = None,
                 outages: Mapping[str, Outage] | None = None,
-                inputs: Mapping[str, object] | None = None) -> FleetPlacement:
+                inputs: Mapping[str, object] | None = None,
+                explain: Container[tuple[str, str]] = ()) -> FleetPlacement:
+    """Where every replica runs. For a replica left unplaced, why every cluster refused it is
+    summarized (scheduler.refusals); the deployments `explain` names, by (namespace, name),
+    also keep every cluster's reason (`Refusals.by_cluster`, what `plan --explain` prints)."""
     # Placement allocates many small, short-lived objects while the loaded fleet (a million
     # objects at 1,000 clusters) sits in the oldest generation, which every full collection
     # rescans; nothing placement builds is cyclic, so the collector waits until it ends.
     with gc_paused():
-        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages, inputs)[0]
+        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages, inputs,
+                                       explain=explain)[0]
 
 
 def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None,
@@ -87,7 +103,8 @@ def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None
                             observed: ObservedCapacity | None = None,
                             selector_cache: SelectorCache | None = None,
                             outages: Mapping[str, Outage] | None = None,
-                            inputs: Mapping[str, object] | None = None) -> tuple[FleetPlacement, Ledger]:
+                            inputs: Mapping[str, object] | None = None,
+                            explain: Container[tuple[str, str]] = ()) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
     and reports can audit it. `outages`: clusters that take no new replica, and those whose
     replicas are re-placed elsewhere (scheduler.failover). `inputs`: a plugin's own input
@@ -95,7 +112,7 @@ def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
     cycle = pipeline.start(fleet, Matcher(_selector_cache(selector_cache)), accounting, previous, observed,
-                           outages or {}, inputs, registry=plugins.REGISTRY)
+                           outages or {}, inputs, registry=plugins.REGISTRY, explain=explain)
     pipeline.run(cycle)
     return cycle.placement(), cycle.ledger
 

@@ -37,11 +37,18 @@ Every refusal a fill hook gives must stay true for the rest of that deployment's
 (capacity and budgets only shrink, spread counts only grow): a refusing cluster is not
 asked again. A refusal's kind (reasons.POLICY, CAPACITY, NEVER) is the plugin's to set:
 feasibility's verdict follows it.
+
+What a plugin answers about one more replica on a cluster through `explain`, `never` and
+`scale_up` must depend on the cluster only through its template (`ClusterView.template_id`: its
+pools, their sizes and zones) and its ledger state: the fill and feasibility ask one cluster of
+each class and count the rest (scheduler.census). Feasibility reads a refusal `refuses_already`
+knows as CAPACITY, or as its `never` hook's where that refuses; a class explained otherwise
+has its clusters written down one by one (scheduler.unplaced).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
@@ -109,6 +116,10 @@ class DeploymentState(_Slots):
         self.overdrawn: list[str] = []          # kept replicas their pool could not hold (the ledger stage)
         self.candidates = 0                     # clusters passing the candidate filters
         self.refused: dict[str, Refusal] = {}   # fill: why each cluster refused a replica
+        # when the fill ended short: why each cluster it tried refused (scheduler.unplaced), and
+        # the clusters a plugin knew to refuse for other than capacity, with why (feasibility reads both)
+        self.attempted: dict[str, Reason] = {}
+        self.known_other: dict[str, Reason] = {}
         self.surge = 0                          # replicas above `desired`: new halves of moves in flight
         self.conditions: list[Condition] = []   # what stages report (Overdrawn, FailedOver)
 
@@ -214,7 +225,8 @@ class Filtered:
 class Cycle(_Slots):
     def __init__(self, fleet: Fleet, clusters: dict[str, ClusterView], matcher: Matcher, accounting: str, *,
                  previous: FleetPlacement | None = None, outages: Mapping[str, Outage] | None = None,
-                 observed: ObservedCapacity | None = None, inputs: Mapping[str, object] | None = None) -> None:
+                 observed: ObservedCapacity | None = None, inputs: Mapping[str, object] | None = None,
+                 explain: Container[tuple[str, str]] = ()) -> None:
         super().__init__()
         self.fleet = fleet
         self.clusters = clusters                 # sorted by name
@@ -230,6 +242,9 @@ class Cycle(_Slots):
         # change, so the plugins word a refusal once per (cluster, charges, engines)
         self.charged: dict[str, int] = {}
         self.commits = 0                         # replicas fill has placed (any cluster)
+        self.touched: list[str] = []             # every cluster fill charged, once per charge, in order
+        # the deployments whose every cluster's reason is kept (Refusals.by_cluster), by key
+        self.explain: Container[tuple[str, str]] = explain
         self._engine_ids: dict[tuple[object, ...], int] = {}
         self.result: list[DeploymentPlacement] = []
         self.budgets: list[BudgetStatus] = []
@@ -365,7 +380,8 @@ class Binding:
         return False
 
     def explain(self, cluster: ClusterView) -> Reason:
-        """Why `cluster` refuses, for a plugin whose `refuses_already` said so."""
+        """Why `cluster` refuses, for a plugin whose `refuses_already` said so: what trying it
+        now would answer, the same for every cluster of its class (scheduler.census)."""
         raise NotImplementedError(f"{self.name} says clusters refuse but not why")
 
     def admit(self, cluster: ClusterView, remaining: int) -> Refusal | None:  # noqa: ARG002 - a no-op hook
@@ -399,7 +415,8 @@ class Binding:
     scale_up_key: Hashable = ()
 
     def never(self, cluster: ClusterView) -> Reason | None:  # noqa: ARG002 - a no-op hook
-        """Why no size of `cluster` could hold one replica (feasibility: NotFeasible there), or None."""
+        """Why no size of `cluster` could hold one replica (feasibility: NotFeasible there), or None;
+        the same for every cluster of one template, whatever its state."""
         return None
 
     def scale_up(self, s: ScaleUp) -> bool:  # noqa: ARG002 - a no-op hook

@@ -14,8 +14,9 @@ time, filter -> score -> reserve over the deployment's plugin bindings:
 
 A cluster that refuses is not asked again for this deployment: every refusal stays true
 while the deployment fills. The fill stops when the deployment has its replicas or no
-cluster is left; then every cluster's first reason is recorded once for all the replicas
-left unplaced (`Unplaced.reasons`, shared).
+cluster is left; then why every cluster refused is summarized once for all the replicas
+left unplaced (`Unplaced.refusals`, shared; scheduler.unplaced), without asking each
+cluster that a plugin knew to refuse.
 """
 
 from __future__ import annotations
@@ -25,10 +26,11 @@ from collections.abc import Callable
 
 from modelplane.naming import replica_name
 
+from . import unplaced
 from .cycle import Binding, Cycle, DeploymentState, Filtered, Key, Reservation
 from .ledger import Trial
 from .queues import ClusterQueue, SkipList
-from .reasons import REJECTED, Reason, Refusal, resolve
+from .reasons import REJECTED, Reason, Refusal
 from .shape import ClusterView
 from .types import PlacedReplica, Unplaced
 
@@ -83,7 +85,6 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
             own = scorers[0].queue(filtered.open)
     queue = own if own is not None else ScoredQueue(filtered.open, st, scorers, clusters)
     refused = st.refused
-    known: dict[str, Binding] = {}          # refused, says a plugin that knows without trying
     while missing and (name := queue.best()) is not None:
         cluster = clusters[name]
         why: Refusal | None = None
@@ -97,8 +98,7 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
                 if k.refuses_already(cluster):
                     knower = k
                     break
-            if knower is not None:
-                known[name] = knower
+            if knower is not None:          # refused, says a plugin that knows without trying
                 queue.drop(name)
                 continue
             replica, why = reserve(cycle, st, cluster, reservers, direct=direct)
@@ -111,34 +111,9 @@ def fill_deployment(cycle: Cycle, st: DeploymentState) -> None:
     if missing:
         for b in hooks(st, "unplaced"):
             b.unplaced(missing)
-        reasons = _explain(cycle, st, filtered, knowers, known, shared=not admitters and all(
-            b in knowers for b in reservers if b.reserve_refuses))
+        refusals = unplaced.refusals(cycle, st, filtered, knowers)
         first = len(st.retained) + len(st.placed) - st.surge
-        st.unplaced = [Unplaced(first + i, reasons) for i in range(missing)]
-
-
-EXPLAINED = Key[dict[tuple[object, ...], dict[str, Reason]]]("fill.explained")
-
-
-def _explain(cycle: Cycle, st: DeploymentState, filtered: Filtered, knowers: list[Binding],
-             known: dict[str, Binding], *, shared: bool) -> dict[str, Reason]:
-    """Every cluster's first reason, for the replicas a fill left unplaced. When all its
-    refusals come from filters and from plugins that know refusals by key (`shared`), two
-    deployments alike see the same reasons while no placement happened in between: the
-    dict is worked out once and shared (an oversubscribed fleet has hundreds of such)."""
-    key = (filtered.key, *((k.name, k.refuses_key) for k in knowers), cycle.commits)
-    memo = cycle.get(EXPLAINED) or cycle.put(EXPLAINED, {})
-    if shared and key in memo:
-        return memo[key]
-    clusters, refused = cycle.clusters, st.refused
-    for name in filtered.open:              # stepped over in bulk, or skipped one by one
-        if name not in refused:
-            knower = known.get(name) or next(k for k in knowers if k.refuses_already(clusters[name]))
-            refused[name] = knower.explain(clusters[name])   # once per distinct state (device fit)
-    reasons = {name: filtered.reasons.get(name) or resolve(refused.get(name, _REJECTED)) for name in clusters}
-    if shared:
-        memo[key] = reasons
-    return reasons
+        st.unplaced = [Unplaced(first + i, refusals) for i in range(missing)]
 
 
 SKIPS = Key[dict[tuple[object, ...], SkipList]]("fill")
@@ -196,6 +171,7 @@ def reserve(cycle: Cycle, st: DeploymentState, cluster: ClusterView, reservers: 
     name = cluster.name
     cycle.commits += 1
     cycle.charged[name] = cycle.charged.get(name, 0) + 1
+    cycle.touched.append(name)
     index = st.take_index(name)
     replica = PlacedReplica(replica_name(st.shape.name, name, index), index, name, engines)
     st.place(replica)

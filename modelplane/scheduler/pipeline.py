@@ -5,7 +5,7 @@ scheduler's is plugins.REGISTRY, which place_fleet passes; the framework imports
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 
 from modelplane.api import Fleet
@@ -46,16 +46,18 @@ STAGES: tuple[Stage, ...] = (
 
 def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacement | None,
           observed: ObservedCapacity | None, outages: Mapping[str, Outage],
-          inputs: Mapping[str, object] | None = None, *, registry: Sequence[Plugin]) -> Cycle:
+          inputs: Mapping[str, object] | None = None, *, registry: Sequence[Plugin],
+          explain: Container[tuple[str, str]] = ()) -> Cycle:
     """Compile: the clusters (observed sizes, closed clusters), every deployment's shape and
     policy in (namespace, name) order, and each one's bindings of the `registry`'s plugins.
+    `explain`: the deployments (by key) whose every cluster's reason is kept.
     ValueError when no plugin of the registry places engines (a replica needs its engines)."""
     if not any(plugin.places_engines for plugin in registry):
         raise ValueError("no plugin of the registry places engines (Binding.places_engines): "
                          f"{', '.join(p.name for p in registry) or 'none'}")
     clusters = compile_clusters(fleet, observed, failover.closed_clusters(previous, outages))
     cycle = Cycle(fleet, clusters, matcher, accounting, previous=previous, outages=outages, observed=observed,
-                  inputs=inputs)
+                  inputs=inputs, explain=explain)
     for key in sorted(fleet.deployments):
         dep = fleet.deployments[key]
         cycle.deployments.append(DeploymentState(compile_deployment(fleet, key, dep),
@@ -81,4 +83,6 @@ def release(cycle: Cycle) -> Cycle:
     for st in cycle.deployments:
         st.bind(())
         st.refused.clear()
+        st.attempted.clear()
+        st.known_other.clear()
     return cycle

@@ -4,13 +4,13 @@ formatting of the typed placement; one home for `plan` and the Pulumi program.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from modelplane.json_types import JsonObject
 
 from . import policy_report
 from .ledger import DEFAULT_ACCOUNTING
-from .reasons import Reason, same_words
+from .refusals import refusal_lines
 from .types import DeploymentPlacement, FleetPlacement, PlacedReplica
 
 
@@ -44,9 +44,9 @@ def _zones(replica: PlacedReplica) -> str:
 def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING, *, wide: bool = False) -> str:
     """Every deployment: replicas placed of desired, conditions, each replica's cluster and
     engine pools (`wide`: also the devices each member's pods claim and the zones of gang copies),
-    previous replicas not kept, and why each cluster refused the rest."""
+    previous replicas not kept, and why the clusters refused the rest (the summary: one line
+    per refusal, scheduler.refusals)."""
     out = [f"accounting: {accounting}"]
-    lines: dict[int, list[str]] = {}     # reasons mappings deployments refused alike share
     if not placement.deployments:
         out.append("no ModelDeployments")
     for d in placement.deployments:
@@ -66,42 +66,20 @@ def format_table(placement: FleetPlacement, accounting: str = DEFAULT_ACCOUNTING
         first = None
         for u in d.unplaced:
             out.append(f"  unplaced replica #{u.index}:{policy_report.verdict(u)}")
-            if first is not None and same_words(u.reasons, first.reasons):
+            if first is not None and u.refusals == first.refusals:
                 out.append(f"    refused as #{first.index}")
                 continue
             first = u
-            if id(u.reasons) not in lines:
-                lines[id(u.reasons)] = [f"    {line}" for line in refusals(u.reasons)]
-            out += lines[id(u.reasons)]
+            out += [f"    {line}" for line in refusal_lines(u.refusals)]
     out += policy_report.budget_lines(placement)
     return "\n".join(out) + "\n"
-
-
-# Clusters giving one reason are named on one line from this many on: a thousand clusters
-# refusing for three reasons read as three lines, not a thousand.
-GROUP_FROM = 4
-
-
-def refusals(reasons: Mapping[str, Reason]) -> list[str]:
-    """`cluster: reason` per cluster, in cluster order; a reason given by GROUP_FROM or more
-    clusters is one line `c1, c2, ... (N clusters): reason`, where its first cluster stands."""
-    by_reason: dict[str, list[str]] = {}
-    for cluster in sorted(reasons):
-        by_reason.setdefault(reasons[cluster].message, []).append(cluster)
-    lines: list[tuple[str, str]] = []
-    for why, clusters in by_reason.items():
-        if len(clusters) >= GROUP_FROM:
-            lines.append((clusters[0], f"{', '.join(clusters)} ({len(clusters)} clusters): {why}"))
-        else:
-            lines += [(c, f"{c}: {why}") for c in clusters]
-    return [line for _, line in sorted(lines)]
 
 
 def explanations(d: DeploymentPlacement) -> list[str]:
     """One line per replica that could not be placed, naming each cluster's reason."""
     lines = []
     for unplaced in d.unplaced:
-        reasons = "; ".join(refusals(unplaced.reasons))
+        reasons = "; ".join(refusal_lines(unplaced.refusals))
         lines.append(f"replica {unplaced.index} not placed:{policy_report.verdict(unplaced)}"
                      f"{';' if unplaced.feasibility else ''} {reasons or 'no candidate cluster'}")
     return lines

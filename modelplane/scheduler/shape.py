@@ -265,6 +265,9 @@ class ClusterView:
     outage: str | None = None
     # The signature as a small number (equal signatures, equal ids): cheap to key memos by.
     sig_id: int = 0
+    # The signature with the pools' sizes and zones, as a small number: clusters of one template
+    # in one ledger state answer alike (scheduler.census).
+    template_id: int = 0
 
     def pool(self, name: str) -> PoolView | None:
         return next((p for p in self.pools if p.name == name), None)
@@ -306,6 +309,7 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
     closed = closed or {}
     clusters = {}
     signatures: dict[Signature, int] = {}
+    templates: dict[tuple[object, ...], int] = {}
     for name in sorted(fleet.clusters):
         ic = fleet.clusters[name]
         seen = observed.get(name) or {}
@@ -327,6 +331,8 @@ def compile_clusters(fleet: Fleet, observed: ObservedCapacity | None = None,
         taints = tuple(Taint(t.key, t.value or "", t.effect) for t in ic.spec.taints)
         labels = dict(ic.metadata.labels)
         signature = tuple((p.name, p.cls.name, p.domain) for p in pools)
+        template = (signature, tuple((p.nodes, p.zones, p.zone_nodes) for p in pools))
         clusters[name] = ClusterView(name, labels, taints, tuple(pools), signature, cache_storage_problem(ic),
-                                     closed.get(name), signatures.setdefault(signature, len(signatures)))
+                                     closed.get(name), signatures.setdefault(signature, len(signatures)),
+                                     templates.setdefault(template, len(templates)))
     return clusters

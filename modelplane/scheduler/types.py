@@ -7,7 +7,6 @@ import json
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
 
 from modelplane.api.model_deployment import MAX_REPLICAS
 from modelplane.json_types import JsonObject, JsonValue
@@ -15,15 +14,13 @@ from modelplane.json_types import JsonObject, JsonValue
 from .conditions import Condition
 from .jsonfields import PlacementFormatError, Where, at, count, need, optional_string, string_list, strings
 from .policy_types import BudgetStatus, Feasibility, PolicyStatus, condition_from_json
-from .reasons import Reason, messages, recorded, same_words
+from .reasons import Reason, recorded
+from .refusals import Refusals, summarize
 
 __all__ = ["REASONS_OF", "Condition", "DeploymentPlacement", "EnginePlacement", "Failover", "FleetPlacement",
-           "PlacedReplica", "PlacementFormatError", "ResolvedRequest", "Unplaced"]
+           "PlacedReplica", "PlacementFormatError", "Refusals", "ResolvedRequest", "Unplaced"]
 
-# The JSON edge of a Reason, for json.dumps' `default` (the encoder calls it only for what is
-# not JSON already; in a placement that is the Reasons of `unplaced[].reasons`): its message.
-_WORDS = attrgetter("message")
-# An unplaced replica whose reasons are those of an earlier one: its index.
+# An unplaced replica whose refusals are those of an earlier one: its index.
 REASONS_OF = "reasonsOf"
 # No plan gives a replica an index past the replicas a deployment may have, with the ones
 # moving or failed over beside them: a larger one in a document is refused where it is
@@ -132,12 +129,24 @@ class PlacedReplica:
 @dataclass(frozen=True)
 class Unplaced:
     index: int
-    # cluster name -> the first reason that cluster could not take this replica
-    reasons: Mapping[str, Reason]
+    # why every cluster refused it, summarized (one object for all of a deployment's unplaced)
+    refusals: Refusals
     feasibility: Feasibility | None = None   # policies: NotFeasible, FitsAfterScaleUp or Blocked
 
+    @property
+    def reasons(self) -> Mapping[str, Reason]:
+        """Every cluster's first reason, where known (`Refusals.every`: a deployment place_fleet
+        was asked to explain, a document written before the summary, or a summary that names
+        every cluster); LookupError otherwise."""
+        every = self.refusals.every()
+        if every is None:
+            raise LookupError(f"the summary names {sum(len(g.examples) for g in self.refusals.groups)} of the "
+                              f"{self.refusals.clusters} clusters: every cluster's reason is kept only for a "
+                              "deployment place_fleet(explain=...) names")
+        return every
+
     def to_json(self) -> JsonObject:
-        out: JsonObject = {"index": self.index, "reasons": messages(self.reasons)}
+        out: JsonObject = {"index": self.index, "refusals": self.refusals.to_json()}
         if self.feasibility is not None:
             out["feasibility"] = self.feasibility.to_json()
         return out
@@ -180,17 +189,15 @@ class DeploymentPlacement:
     def condition(self, type_: str) -> Condition | None:
         return next((c for c in self.conditions if c.type == type_), None)
 
-    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
-                engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
-        """`reasons`: how to write each unplaced replica's reasons (the messages by default);
-        `engine`: each replica's engine placements (`PlacedReplica.to_json`)."""
+    def to_json(self, engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
+        """`engine`: how to write each replica's engine placements (`PlacedReplica.to_json`)."""
         return {
             "namespace": self.namespace,
             "name": self.name,
             "desired": self.desired,
             "replicas": [r.to_json(engine) for r in self.replicas],
             "conditions": [c.to_json() for c in self.conditions],
-            "unplaced": _unplaced_json(self.unplaced, reasons),
+            "unplaced": _unplaced_json(self.unplaced),
             **self._policy_json(),
             **({"failover": [f.to_json() for f in self.failover]} if self.failover else {}),
         }
@@ -208,15 +215,19 @@ class DeploymentPlacement:
         unplaced: list[Unplaced] = []
         for j, u in enumerate(need(d, "unplaced", list, where, [])):
             uw = (*where, "unplaced", j)
+            if isinstance(u, dict) and sum(k in u for k in (REASONS_OF, "refusals", "reasons")) > 1:
+                raise PlacementFormatError(f"{at(uw)}: one of {REASONS_OF!r}, 'refusals' and 'reasons'")
             if isinstance(u, dict) and REASONS_OF in u:
                 same = need(u, REASONS_OF, int, uw)
-                reasons = next((p.reasons for p in unplaced if p.index == same), None)
-                if reasons is None:
+                refusals = next((p.refusals for p in unplaced if p.index == same), None)
+                if refusals is None:
                     raise PlacementFormatError(f"{at((*uw, REASONS_OF))}: no earlier unplaced replica {same}")
-            else:
+            elif isinstance(u, dict) and "refusals" in u:
+                refusals = Refusals.from_json(u["refusals"], (*uw, "refusals"))
+            else:               # written before the summary: every cluster's message
                 texts = strings(need(u, "reasons", dict, uw, {}), (*uw, "reasons"))
-                reasons = {cluster: recorded(text) for cluster, text in texts.items()}
-            unplaced.append(Unplaced(need(u, "index", int, uw), reasons,
+                refusals = summarize({cluster: recorded(text) for cluster, text in texts.items()}, keep=True)
+            unplaced.append(Unplaced(need(u, "index", int, uw), refusals,
                                      Feasibility.from_json(u.get("feasibility"), (*uw, "feasibility"))))
         return cls(
             namespace=need(d, "namespace", str, where),
@@ -231,40 +242,17 @@ class DeploymentPlacement:
         )
 
 
-def _messages_once() -> Callable[[Mapping[str, Reason]], dict[str, str]]:
-    """`reasons.messages`, worked out once per mapping (deployments refused alike share one)
-    and copied for every further use, so no two places of the document share a dict."""
-    words: dict[int, tuple[Mapping[str, Reason], dict[str, str]]] = {}
-
-    def once(mapping: Mapping[str, Reason]) -> dict[str, str]:
-        hit = words.get(id(mapping))
-        if hit is not None:
-            return dict(hit[1])
-        out = messages(mapping)
-        words[id(mapping)] = (mapping, out)         # holds the mapping: its id stays its own
-        return out
-
-    return once
-
-
-def _unplaced_json(unplaced: list[Unplaced], reasons: Callable[[Mapping[str, Reason]], object] | None = None
-                   ) -> list[JsonObject]:
-    """Every unplaced replica of a deployment has the same per-cluster reasons (one fill
-    refused them all): written once, then `"reasonsOf": <that replica's index>`. With a
-    thousand clusters the copies were most of a placement's JSON."""
+def _unplaced_json(unplaced: list[Unplaced]) -> list[JsonObject]:
+    """Every unplaced replica of a deployment has the same refusals (one fill refused them all):
+    written once, then `"reasonsOf": <that replica's index>`."""
     out: list[JsonObject] = []
     first: Unplaced | None = None
     for u in unplaced:
-        if first is not None and same_words(u.reasons, first.reasons):
+        if first is not None and u.refusals == first.refusals:
             entry: JsonObject = {"index": u.index}
             if u.feasibility is not None:
                 entry["feasibility"] = u.feasibility.to_json()
             entry[REASONS_OF] = first.index
-        elif reasons is not None:
-            first = u
-            entry = {"index": u.index, "reasons": reasons(u.reasons)}
-            if u.feasibility is not None:
-                entry["feasibility"] = u.feasibility.to_json()
         else:
             first = u
             entry = u.to_json()
@@ -287,32 +275,24 @@ class FleetPlacement:
         """(namespace, name) -> deployment, the first one where a name repeats (as `find`)."""
         return {(d.namespace, d.name): d for d in reversed(self.deployments)}
 
-    def to_json(self, reasons: Callable[[Mapping[str, Reason]], object] | None = None,
-                engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
-        if reasons is None:
-            reasons = _messages_once()
-        out: JsonObject = {"deployments": [d.to_json(reasons, engine) for d in self.deployments]}
+    def to_json(self, engine: Callable[[EnginePlacement], object] | None = None) -> JsonObject:
+        out: JsonObject = {"deployments": [d.to_json(engine) for d in self.deployments]}
         if self.budgets:
             out["budgets"] = [b.to_json() for b in self.budgets]
         return out
 
     def to_json_text(self) -> str:
         """`json.dumps(self.to_json(), separators=(",", ":"))`, byte for byte, faster: the
-        scheduler shares one reasons mapping between deployments refused alike (hundreds
-        on an oversubscribed fleet, most of its JSON) and one engine placement between the
-        replicas placed alike (thousands, most of the rest), so each shared one is encoded
-        once and spliced in where a one-off placeholder stands. Reasons go to the encoder as
-        they are, and it writes each as its message (`_WORDS`, called by the C encoder: a
-        thousand clusters' reasons are not first copied into a dict of strings)."""
+        scheduler shares one engine placement between the replicas placed alike (thousands,
+        most of the document), so each shared one is encoded once and spliced in where a
+        one-off placeholder stands."""
         uses: dict[int, int] = {}
         for d in self.deployments:
-            if d.unplaced:
-                uses[id(d.unplaced[0].reasons)] = uses.get(id(d.unplaced[0].reasons), 0) + 1
             for r in d.replicas:
                 for e in r.engines.values():
                     uses[id(e)] = uses.get(id(e), 0) + 1
         if all(n == 1 for n in uses.values()):
-            return json.dumps(self.to_json(dict), separators=(",", ":"), default=_WORDS)
+            return json.dumps(self.to_json(), separators=(",", ":"))
         nonce = secrets.token_hex(8)
         texts: list[str] = []
         marks: dict[int, str] = {}
@@ -323,12 +303,11 @@ class FleetPlacement:
             mark = marks.get(id(shared))
             if mark is None:
                 mark = marks[id(shared)] = f"\x00{nonce}{len(texts)}\x00"
-                texts.append(json.dumps(value(), separators=(",", ":"), default=_WORDS))
+                texts.append(json.dumps(value(), separators=(",", ":")))
             return mark
 
-        doc = self.to_json(lambda mapping: once(mapping, lambda: dict(mapping)),
-                           lambda engine: once(engine, engine.to_json))
-        pieces = json.dumps(doc, separators=(",", ":"), default=_WORDS).split(f'"\\u0000{nonce}')
+        doc = self.to_json(lambda engine: once(engine, engine.to_json))
+        pieces = json.dumps(doc, separators=(",", ":")).split(f'"\\u0000{nonce}')
         out = [pieces[0]]
         for piece in pieces[1:]:            # "<n>\u0000" then the rest of the document
             n, rest = piece.split('\\u0000"', 1)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from modelplane.api import load_documents
 from modelplane.plan import plan_fleet
 from modelplane.render import RenderError, render_cache
-from modelplane.scheduler import FleetPlacement, candidate_clusters, place_fleet
+from modelplane.scheduler import EVERY_DEPLOYMENT, FleetPlacement, candidate_clusters, place_fleet
 from modelplane.storage import cache_storage_problem
 from tests.manifests import cluster, deployment, gpu_class, model_cache, pool
 
@@ -49,7 +49,7 @@ def fleets_with_caches(draw) -> list[dict]:
 @given(fleets_with_caches())
 def test_every_placed_replica_renders_and_every_render_refusal_is_a_scheduler_reason(docs):
     fleet = load_documents(copy.deepcopy(docs))
-    placement = place_fleet(fleet)
+    placement = place_fleet(fleet, explain=EVERY_DEPLOYMENT)     # every cluster's reason, below
     plan = plan_fleet(fleet, placement)   # raises if any placed replica or cache did not render
     assert sum(len(c.replicas) for c in plan.clusters.values()) == sum(len(d.replicas) for d in placement.deployments)
     candidates = candidate_clusters(fleet)

@@ -86,7 +86,9 @@ def test_shortfall_is_reported_with_reasons():
     out = check(inputs(fleet_text({"eu-west": 1, "us-east": 1}, {"chat": 2}, copies=2)))
     dep = out["placement"]["deployments"][0]
     assert dep["replicas"] == [] and len(dep["unplaced"]) == 2
-    assert set(dep["unplaced"][0]["reasons"]) == {"eu-west", "us-east"}
+    refusals = dep["unplaced"][0]["refusals"]
+    assert refusals["clusters"] == 2
+    assert {name for group in refusals["groups"] for name in group["examples"]} == {"eu-west", "us-east"}
     assert dep["conditions"][0]["status"] == "False"
 
 

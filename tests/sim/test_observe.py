@@ -160,7 +160,8 @@ def test_applied_replicas_verify_and_are_charged_once(sim_fleet: tuple[Path, Pat
     assert placed(again, "chat") == [("foreign", 0)]
     gpu = again["capacity"]["foreign"]["pools"]["gpu"]
     assert (gpu["held"], gpu["free"]) == (4, [{"devices": [4], "nodes": 1}])
-    assert next(d for d in again["deployments"] if d["name"] == "chat")["unplaced"][0]["reasons"] == {
+    refusals = next(d for d in again["deployments"] if d["name"] == "chat")["unplaced"][0]["refusals"]
+    assert {name: text for group in refusals["groups"] for name, text in group["examples"].items()} == {
         "foreign": "engine main: short by 4 devices in pool gpu", "gotcha": "clusterSelector does not match: "
         "needs site=foreign, cluster has site=gotcha", "nodes": "clusterSelector does not match: needs "
         "site=foreign, cluster has site=nodes"}

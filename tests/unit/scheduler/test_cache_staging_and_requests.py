@@ -38,13 +38,13 @@ def test_a_cluster_that_cannot_stage_the_cache_is_filtered_out_with_the_renderer
     plan_fleet(fleet, placement)
 
 
-def test_the_reason_names_the_cache_and_the_fix():
+def test_the_reason_names_the_fix():
     fleet = load([gpu_class("h100"), _existing("a-nostore", None), model_cache("qwen"),
                   deployment("chat", 1, cache="qwen")])
     chat = place_fleet(fleet).find("default", "chat")
     assert chat.replicas == [] and chat.conditions[0].reason == "NoClusters"
     why = chat.unplaced[0].reasons["a-nostore"].message
-    assert why.startswith("ModelCache qwen cannot be staged on this cluster: ")
+    assert why.startswith("a ModelCache cannot be staged on this cluster: ")
     assert cache_storage_problem(fleet.clusters["a-nostore"]) in why
     assert "spec.cluster.existing.cache.storageClassName" in why
 
@@ -83,3 +83,25 @@ def test_a_previous_placement_without_requests_is_re_resolved():
     assert rep.name == old.find("default", "m").replicas[0].name
     assert rep.engines["main"].requests[0][0].count == 2
     render_replica(fleet, fleet.deployments[("default", "m")], rep, "c")
+
+
+def test_the_filter_runs_once_per_cluster_and_selector_whatever_the_caches(monkeypatch):
+    """Issue 31 item 2: keyed by the cache's name, the filter re-ran over every cluster for each
+    ModelCache (8.6x the work on a 3x fleet); its answer depends on the cache's selector and the
+    cluster only."""
+    from modelplane.scheduler.plugins import cache_staging
+
+    calls: list[str] = []
+    real = cache_staging.CacheStaging.filter
+
+    def counted(self, cluster):
+        calls.append(cluster.name)
+        return real(self, cluster)
+
+    monkeypatch.setattr(cache_staging.CacheStaging, "filter", counted)
+    clusters = [_existing(f"c-{i}", "nfs-rwx" if i % 2 else None) for i in range(10)]
+    caches = [model_cache(f"model-{i}") for i in range(20)]
+    deployments = [deployment(f"d-{i}", 1, cache=f"model-{i}") for i in range(20)]
+    placement = place_fleet(load([gpu_class("h100"), *clusters, *caches, *deployments]))
+    assert sorted(calls) == sorted(f"c-{i}" for i in range(10))
+    assert all(r.cluster in {"c-1", "c-3", "c-5", "c-7", "c-9"} for d in placement.deployments for r in d.replicas)

@@ -52,7 +52,7 @@ def test_cache_selector_intersects_the_deployment_selector() -> None:
     assert dp.conditions[0].reason == "NoClusters"
     assert dp.unplaced[0].reasons["eu"].message.startswith("clusterSelector does not match")
     assert dp.unplaced[0].reasons["us"].message == (
-        "ModelCache qwen clusterSelector does not match: needs modelplane.ai/region=eu, "
+        "the ModelCache's clusterSelector does not match: needs modelplane.ai/region=eu, "
         "cluster has modelplane.ai/region=us")
 
 
@@ -101,8 +101,12 @@ def test_too_few_devices_is_explained() -> None:
         "devices (needs 4, gpu has 1 of 1 per node left)")
 
 
-def test_each_deployment_names_its_own_cache() -> None:
+def test_caches_with_one_selector_share_the_filters_answer_and_its_words_name_no_cache() -> None:
+    """The answer depends on the selector, not on which cache (issue 31: keyed by the cache's
+    name the filter ran over every cluster once per cache): words naming a cache would name
+    the wrong one for the other deployment."""
     fp = plan([*regions(), model_cache("alpha", selector=EU), model_cache("beta", selector=EU),
                deployment("a", 1, selector=US, cache="alpha"), deployment("b", 1, selector=US, cache="beta")])
-    assert of(fp, "a").unplaced[0].reasons["us"].message.startswith("ModelCache alpha ")
-    assert of(fp, "b").unplaced[0].reasons["us"].message.startswith("ModelCache beta ")
+    a, b = of(fp, "a").unplaced[0].reasons["us"], of(fp, "b").unplaced[0].reasons["us"]
+    assert a is b and a.message.startswith("the ModelCache's clusterSelector does not match: ")
+    assert "alpha" not in a.message and "beta" not in a.message

@@ -8,7 +8,6 @@ import pytest
 from modelplane.api import load_manifest_text
 from modelplane.naming import child_name, replica_name
 from modelplane.scheduler import FleetPlacement, PlacementFormatError, place_fleet
-from modelplane.scheduler.reasons import messages
 
 from .helpers import (
     H100,
@@ -56,7 +55,9 @@ def test_json_schema_shape() -> None:
     assert list(d["replicas"][0]["engines"]["main"]) == ["pool", "members", "requests"]
     assert list(d["conditions"][0]) == ["type", "status", "reason", "message"]
     short = next(x for x in doc["deployments"] if x["name"] == "short")
-    assert list(short["unplaced"][0]) == ["index", "reasons", "feasibility"]
+    assert list(short["unplaced"][0]) == ["index", "refusals", "feasibility"]
+    assert list(short["unplaced"][0]["refusals"]) == ["clusters", "groups"]
+    assert list(short["unplaced"][0]["refusals"]["groups"][0]) == ["plugin", "code", "kind", "clusters", "examples"]
     assert [x["name"] for x in doc["deployments"]] == ["g", "m", "short"]
 
 
@@ -66,14 +67,17 @@ def test_json_round_trip() -> None:
     assert FleetPlacement.from_json(json.loads(text)).to_json() == fp.to_json()
 
 
-def test_unplaced_replicas_write_their_shared_reasons_once() -> None:
+def test_unplaced_replicas_write_their_shared_refusals_once() -> None:
     fp = plan(FLEET)
     short = next(x for x in fp.to_json()["deployments"] if x["name"] == "short")
     first, *rest = short["unplaced"]
     assert rest, "the fleet should leave several replicas of `short` unplaced"
-    assert first["reasons"] and all("reasons" not in u and u["reasonsOf"] == first["index"] for u in rest)
+    assert first["refusals"] and all("refusals" not in u and u["reasonsOf"] == first["index"] for u in rest)
     back = FleetPlacement.from_json(json.loads(json.dumps(fp.to_json()))).find("default", "short")
-    assert back is not None and all(messages(u.reasons) == first["reasons"] for u in back.unplaced)
+    placed = fp.find("default", "short")
+    assert back is not None and placed is not None
+    assert all(u.refusals == placed.unplaced[0].refusals for u in back.unplaced)
+    assert [u.refusals.to_json() for u in back.unplaced] == [first["refusals"]] * len(back.unplaced)
 
 
 def test_reasons_of_an_unknown_replica_is_a_format_error() -> None:

@@ -2,11 +2,12 @@
 byte for byte as they did: `plan --json` output and the placement resource's state are
 the program's only memory between runs, so no reshape may change how they are read.
 
-Held: every `plan --json` snapshot (written by the scheduler at d1a64a4) round-trips to
-itself; hand-written documents of older schemas (no `members`, no `requests`, one copy
-of the reasons per unplaced replica, every policy block and a state's extra keys)
-re-serialise exactly as that scheduler re-serialised them (`legacy/*.roundtrip.json`,
-written by it), and what they carry into the next plan (`"ready": false`, moves,
+Held: every `plan --json` snapshot round-trips to itself; hand-written documents of older
+schemas (no `members`, no `requests`, one copy of the reasons per unplaced replica, every
+policy block and a state's extra keys) re-serialise exactly as `legacy/*.roundtrip.json`
+says (written by the scheduler at d1a64a4; since issue 31 an unplaced replica's per-cluster
+`reasons` are written as today's `refusals` summary, each message a group of its own
+words: the only change), and what they carry into the next plan (`"ready": false`, moves,
 failovers) is read the same.
 """
 
@@ -59,9 +60,8 @@ def test_what_an_older_document_carries_into_the_next_plan_is_read_the_same() ->
 
 
 def test_the_json_text_plan_prints_is_json_dumps_of_the_placement():
-    """`FleetPlacement.to_json_text` encodes the reasons deployments share, and the engine
-    placements replicas share, once; it must print exactly what json.dumps of `to_json()`
-    prints, on fleets where many share."""
+    """`FleetPlacement.to_json_text` encodes the engine placements replicas share once; it
+    must print exactly what json.dumps of `to_json()` prints, on fleets where many share."""
     import sys
 
     from modelplane.api import load_documents
@@ -74,8 +74,7 @@ def test_the_json_text_plan_prints_is_json_dumps_of_the_placement():
         sys.path.pop(0)
     for accounting in ("Device", "Node"):
         placement = place_fleet(load_documents(oversubscribed_fleet.fleet(30, 40)), accounting=accounting)
-        shared = [d.unplaced[0].reasons for d in placement.deployments if d.unplaced]
-        assert len({id(r) for r in shared}) < len(shared), "no deployments share their reasons here"
+        assert any(d.unplaced for d in placement.deployments), "no deployment is short here"
         engines = [e for d in placement.deployments for r in d.replicas for e in r.engines.values()]
         assert len({id(e) for e in engines}) < len(engines), "no replicas share their engine placements here"
         assert placement.to_json_text() == json.dumps(placement.to_json(), separators=(",", ":"))

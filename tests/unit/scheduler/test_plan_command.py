@@ -122,3 +122,49 @@ def test_malformed_policy_state_in_previous_is_an_input_error(tmp_path, capsys) 
                                                  "placementPolicy": {"returnStreak": -1}}]}))
     assert run([str(EXAMPLES / "policy-preferences"), "--previous", str(prev)]) == 2
     assert "returnStreak" in capsys.readouterr().err
+
+
+@pytest.fixture
+def wide_fleet(tmp_path: Path) -> Path:
+    """Eight full clusters and one drained: more clusters refuse alike than the summary names."""
+    d = tmp_path / "wide"
+    d.mkdir()
+    clusters = [cluster(f"c-{i}", pool("p1", "h100", 1)) for i in range(8)]
+    (d / "fleet.yaml").write_text(to_yaml([H100, *clusters, deployment("m", 10)]))
+    return d
+
+
+def test_the_plan_summarizes_the_refusals_and_explain_gives_every_clusters(wide_fleet, capsys) -> None:
+    """Issue 31: the table names a refusal once with its count and three examples; `plan
+    --explain DEPLOYMENT` is the per-cluster table of modelplane.explain, every cluster named."""
+    assert run([str(wide_fleet)]) == 0
+    out = capsys.readouterr().out
+    assert "    8 clusters (device-fit InsufficientCapacity), e.g. c-0, c-1, c-2: engine main: short by 1 device " \
+           "in pool p1" in out
+    assert "c-7" not in out.split("unplaced replica #8")[1]
+    assert run([str(wide_fleet), "--explain", "m"]) == 0
+    explained = capsys.readouterr().out
+    for i in range(8):
+        assert f"cluster c-{i}: placed m-" in explained and "one more refused: engine main: short by 1 device" \
+            in explained, explained
+    assert run([str(wide_fleet), "--explain", "m", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [c["refusal"]["code"] for c in doc["clusters"]] == ["InsufficientCapacity"] * 8
+
+
+def test_plan_explain_refuses_an_unknown_deployment_and_flags_it_does_not_combine_with(wide_fleet, capsys) -> None:
+    assert run([str(wide_fleet), "--explain", "mm"]) == 2
+    assert "no ModelDeployment 'mm'" in capsys.readouterr().err
+    assert run([str(wide_fleet), "--explain", "m", "--observe", str(wide_fleet)]) == 2
+    assert "--explain does not combine with --observe" in capsys.readouterr().err
+
+
+def test_an_explanation_of_a_placement_made_without_explain_is_refused_not_wrong(wide_fleet) -> None:
+    from modelplane.api import load_manifests
+    from modelplane.explain import explain_deployment
+    from modelplane.scheduler import place_fleet
+
+    fleet = load_manifests(wide_fleet)
+    with pytest.raises(ValueError, match=r"place_fleet\(\.\.\., explain=\{key\}\)"):
+        explain_deployment(fleet, place_fleet(fleet), ("default", "m"))
+    assert explain_deployment(fleet, place_fleet(fleet, explain={("default", "m")}), ("default", "m")).clusters

@@ -5,11 +5,17 @@ reshaped into one cycle of plugins (main at d1a64a4). A change of placement, rea
 wording shows up here as a diff; an intended one updates them on purpose:
 
     .venv/bin/python -m tests.unit.scheduler.test_plan_snapshots      # rewrite every snapshot
+    .venv/bin/python -m tests.unit.scheduler.test_plan_snapshots --placements   # and the placements
 
 Cases: every example with `--json` (Device and Node accounting) and as the table; the
 `--observed` and `--previous` files the examples ship; and the README's chains (a plan
 fed back as `--previous`, four plans of the preference example). Larger generated fleets
 (the benchmarks' generators, with shortfalls) are held by their digest.
+
+Where each replica runs is held apart from the words (`placements.sha256.json`): the digest of
+every `--json` case with the words left out (refusal reasons, verdict and condition messages),
+written before issue 31 changed how refusals are worded. A change of words updates the
+snapshots; a change of placement must also change this file, on purpose.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples"
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 DIGESTS = SNAPSHOTS / "generated.sha256.json"
+PLACEMENTS = SNAPSHOTS / "placements.sha256.json"
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,40 @@ def run_case(case: Case, work: Path) -> str:
     return out.replace(str(ROOT) + "/", "")
 
 
+def placement_only(text: str) -> str:
+    """A `plan --json` document without its words: each deployment's replicas (cluster, index,
+    engines), its conditions (type, status, reason), its unplaced replicas (index, verdict,
+    cluster, scale-up), failovers and policy state, the budgets' use. What changes only when a
+    placement or a verdict does."""
+    doc = json.loads(text)
+    deployments = []
+    for d in doc["deployments"]:
+        deployments.append({
+            "key": [d["namespace"], d["name"], d["desired"]],
+            "replicas": d["replicas"],
+            "conditions": [[c["type"], c["status"], c["reason"]] for c in d["conditions"]],
+            "unplaced": [[u["index"], *([u["feasibility"]["verdict"], u["feasibility"].get("cluster"),
+                                         u["feasibility"].get("scaleUp")] if "feasibility" in u else [])]
+                         for u in d["unplaced"]],
+            "failover": d.get("failover", []), "placementPolicy": d.get("placementPolicy", {}),
+        })
+    budgets = [[b["name"], b["used"], b["refusedReplicas"]] for b in doc.get("budgets", [])]
+    return json.dumps({"deployments": deployments, "budgets": budgets}, sort_keys=True)
+
+
+def placement_digests(work: Path) -> dict[str, str]:
+    """`placement_only` of every `--json` case and generated fleet, by digest."""
+    out = {}
+    for case in CASES:
+        if case.name.endswith(".json"):
+            out[case.name] = hashlib.sha256(placement_only(run_case(case, work)).encode()).hexdigest()
+    for name, make in sorted(generated().items()):
+        for label, text in generated_outputs(name, make, work, texts=True).items():
+            if label.endswith(".json") and not label.endswith(".fleet.yaml"):
+                out[label] = hashlib.sha256(placement_only(text).encode()).hexdigest()
+    return out
+
+
 # ------------------------------------------------------------------ generated fleets
 
 def _bench(name: str) -> object:
@@ -125,9 +166,11 @@ def generated() -> dict[str, Callable[[], list[dict]]]:
     }
 
 
-def generated_outputs(name: str, make: Callable[[], list[dict]], work: Path) -> dict[str, str]:
+def generated_outputs(name: str, make: Callable[[], list[dict]], work: Path, *, texts: bool = False
+                      ) -> dict[str, str]:
     """Digest of `plan --json` (both accountings), of the table, and of a re-plan from the
-    first plan with every pool one node smaller (kept replicas overdraw and move)."""
+    first plan with every pool one node smaller (kept replicas overdraw and move); with
+    `texts`, the outputs themselves."""
     import yaml
 
     fleet = work / name
@@ -151,7 +194,7 @@ def generated_outputs(name: str, make: Callable[[], list[dict]], work: Path) -> 
     ]:
         text = run_case(Case(f"{name}.{label}", steps), work)
         text = text.replace(str(work) + "/", "")
-        out[f"{name}.{label}"] = hashlib.sha256(text.encode()).hexdigest()
+        out[f"{name}.{label}"] = text if texts else hashlib.sha256(text.encode()).hexdigest()
     return out
 
 
@@ -171,6 +214,13 @@ def test_generated_fleet_plans_are_byte_identical_to_their_digests(name: str, tm
     want = json.loads(DIGESTS.read_text())
     got = generated_outputs(name, generated()[name], tmp_path)
     assert got == {k: v for k, v in want.items() if k.startswith(f"{name}.")}
+
+
+def test_every_placement_is_the_one_held_apart_from_the_words(tmp_path: Path) -> None:
+    """Words may change (a snapshot update says so); where replicas run and their verdicts
+    only with this file (issue 31: the same placements as before on every fleet)."""
+    want = json.loads(PLACEMENTS.read_text())
+    assert placement_digests(tmp_path) == want
 
 
 def test_every_example_has_a_snapshot() -> None:
@@ -193,6 +243,8 @@ def update() -> None:
         for name, make in sorted(generated().items()):
             digests.update(generated_outputs(name, make, work))
         DIGESTS.write_text(json.dumps(digests, indent=1, sort_keys=True) + "\n")
+        if "--placements" in sys.argv:     # only on purpose: a placement changed
+            PLACEMENTS.write_text(json.dumps(placement_digests(work), indent=1, sort_keys=True) + "\n")
 
 
 if __name__ == "__main__":
