@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/autoscale_reaction.py [--rounds 3] [--intervals 0.5,1,2] [--json]
 
-The demo's loop (modelplane.gateway.scaling.LocalScaler, the pass the placement provider runs)
+The demo's loop (modelplane.runtime.scaling.LocalScaler, the pass the placement provider runs)
 on real Traefik and mock engines on 127.0.0.1, with examples/autoscaling-live (each engine
 serves 2 requests at once in 200 ms; RequestsRunning target 1.5, QueueDepth target 1). Each
 round: one client until one replica serves it alone, then a step to three clients (one
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from modelplane.api import load_manifests  # noqa: E402
 from modelplane.commands.traffic import Load  # noqa: E402
-from modelplane.gateway.local import LocalFleet  # noqa: E402
-from modelplane.gateway.scaling import LocalScaler  # noqa: E402
+from modelplane.runtime.fleet import LocalFleet  # noqa: E402
+from modelplane.runtime.scaling import LocalScaler  # noqa: E402
 
 FLEET = Path(__file__).resolve().parents[1] / "examples" / "autoscaling-live"
 KEY = ("ml-team", "chat")

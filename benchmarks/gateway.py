@@ -51,9 +51,9 @@ import ssl  # noqa: E402
 import yaml  # noqa: E402
 
 from modelplane.gateway.config import Config, Tuning  # noqa: E402
-from modelplane.gateway.local import LocalFleet, LocalSecurity  # noqa: E402
-from modelplane.gateway.process import Managed, Traefik, listen_socket  # noqa: E402
 from modelplane.routing import DEPLOYMENT_LABEL, RouteEntry, replica_endpoint  # noqa: E402
+from modelplane.runtime.fleet import LocalFleet, LocalSecurity  # noqa: E402
+from modelplane.runtime.process import Managed, Traefik, listen_socket  # noqa: E402
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "hello"}]}
 GOAL_RPS, GOAL_P50 = 0.85, 1.3

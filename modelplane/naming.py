@@ -31,3 +31,9 @@ def replica_name(deployment: str, cluster: str, index: int) -> str:
     labels, so a replica keeps its name when it is updated in place on the same
     (cluster, index)."""
     return f"{_prefix(deployment)}-{_hash5(f'{deployment}-{cluster}-{index}')}"
+
+
+def claim_template_name(replica: str, engine: str, role: str) -> str:
+    """The ResourceClaimTemplate of one member role of an engine of a replica (the renderer writes
+    it, verify reads it back)."""
+    return child_name(replica, engine, role.lower(), "devices")

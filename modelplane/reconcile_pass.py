@@ -5,7 +5,7 @@
 The one home of the pass that the placement resource's check() runs on every preview and up
 (providers/, which only translates its props and maps errors to check failures),
 `plan --observe` and `plan --metrics` (commands/plan.py), and the local demo's loop
-(modelplane.gateway.scaling.LocalScaler, which reads its own engines):
+(modelplane.runtime.scaling.LocalScaler, which reads its own engines):
 
 1. **observe** (with an `Observation`: the clusters as read, by observe.read.read_clusters):
    the previous placement verified on them, observed capacity, cluster health and outages;
@@ -159,9 +159,9 @@ def stack_scaling(fleet: Fleet, settings: JsonMapping, state: ScalingState, befo
     ValueError naming what is wrong with the metrics."""
     # Deferred: the scrapers load only for a stack that reads its engines.
     from modelplane.autoscale.drain import Activity, drain_activity, drain_finished
+    from modelplane.autoscale.pod_metrics import ClusterMetrics, read_metrics
     from modelplane.autoscale.prometheus import queries_for, with_bodies
     from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
-    from modelplane.observe.metrics import ClusterMetrics, read_metrics
 
     source: MetricsSource
     activity: dict[str, Activity] = {}

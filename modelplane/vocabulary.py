@@ -64,3 +64,6 @@ DRANET_DRIVER = "dra.net"
 # The standard DRA device attribute both the NVIDIA GPU driver and DRANET publish: devices under
 # one PCIe root share it (kubernetes/api resource/v1 types.go, StandardDeviceAttributePrefix).
 ATTRIBUTE_PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
+
+# The port every engine container serves on (its Service, probes, the P/D router, /metrics reads).
+ENGINE_PORT = 8000

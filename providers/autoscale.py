@@ -49,9 +49,9 @@ _PROM_WINDOW = re.compile(r"[1-9][0-9]{0,5}(s|m|h)")
 def check_block(block: JsonMapping) -> JsonObject:
     """The `autoscale` input, each value checked (ValueError naming the key)."""
     from modelplane.autoscale.loop import DEFAULT_DRAIN_SECONDS, MAX_DRAIN_SECONDS
+    from modelplane.autoscale.pod_metrics import Prometheus
     from modelplane.durations import MAX_READ_TIMEOUT_S, seconds
     from modelplane.observe import DEFAULT_READ_TIMEOUT_S
-    from modelplane.observe.metrics import Prometheus
 
     if not isinstance(block, Mapping) or set(block) - set(AUTOSCALE_KEYS):
         raise ValueError(f"expected a block of {', '.join(AUTOSCALE_KEYS)}")

@@ -38,13 +38,13 @@ from components.errors import ResourceError
 from components.labels import cloud_tags
 from components.sources import ProvisionedCluster, pool_provisioning
 from modelplane.api import Fleet, InferenceCluster, NodePool
+from modelplane.api.kubernetes_versions import cluster_version
 from modelplane.clouds.aws import (
     AUTOSCALER_ENABLED_TAG,
     AUTOSCALER_IAM_STATEMENTS,
     AUTOSCALER_NAMESPACE,
     AUTOSCALER_SERVICE_ACCOUNT,
     EFA_INTERFACES,
-    autoscaled_pools,
     autoscaler_cluster_tag,
     efa_instance_types,
     eks_pool_zones,
@@ -58,7 +58,6 @@ from modelplane.clouds.nodes import (
     provisioned_node_labels,
     provisioned_node_taints,
 )
-from modelplane.clouds.versions import cluster_version
 from modelplane.json_types import JsonObject
 from modelplane.render.storage_class import storage_class_manifest
 
@@ -265,7 +264,7 @@ def _autoscaling(name: str, spec: InferenceCluster, cluster: aws.eks.Cluster, gr
     aws/README.md: "Auto-Discovery Setup", "Full Cluster Autoscaler Features Policy"). Returns the
     association, which the chart must wait for: EKS injects Pod Identity credentials when a pod is
     created, so a pod created before the association runs with the node role and stays denied."""
-    growable = autoscaled_pools(spec)
+    growable = spec.autoscaled_pools
     if not growable:
         return None
     # The cluster's own tag carries its physical name (cluster.name: `<name>-<suffix>`), which the

@@ -227,6 +227,19 @@ class NodePool(ApiModel):
         """The reference's advertised capacity: maxNodeCount when set, else nodeCount."""
         return self.max_node_count if self.max_node_count else self.node_count
 
+    @property
+    def size_bounds(self) -> tuple[int, int, int]:
+        """(fewest, declared, most) nodes the pool may run: minNodeCount (else nodeCount), nodeCount,
+        maxNodeCount (else nodeCount); the most is exactly what the scheduler counts (declared_nodes)."""
+        low = min(self.node_count if self.min_node_count is None else self.min_node_count, self.node_count)
+        return low, self.node_count, max(self.max_node_count or self.node_count, self.node_count, 1)
+
+    @property
+    def can_grow(self) -> bool:
+        """A node autoscaler resizes this pool (its most is above its fewest)."""
+        low, _, high = self.size_bounds
+        return high > low
+
 
 class PlacementMetadata(ApiModel):
     labels: dict[str, str] = Field(default_factory=dict)
@@ -322,6 +335,12 @@ class InferenceCluster(KindObject):
     @property
     def gpu_pools(self) -> list[NodePool]:
         return [p for p in self.spec.node_pools if p.is_gpu_pool]
+
+    @property
+    def autoscaled_pools(self) -> list[NodePool]:
+        """The GPU pools the cluster-autoscaler resizes: on EKS, those that can grow (the program
+        installs the autoscaler for them; other sources resize their pools themselves or not at all)."""
+        return [p for p in self.gpu_pools if p.can_grow] if self.source == "EKS" else []
 
     def pool(self, name: str) -> NodePool | None:
         return next((p for p in self.spec.node_pools if p.name == name), None)

@@ -23,6 +23,7 @@ from .fleet import Fleet
 from .inference_class import InferenceClass
 from .inference_cluster import InferenceCluster
 from .inference_gateway import InferenceGateway
+from .kubernetes_versions import version_issues
 from .model_cache import ModelCache
 from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
@@ -367,9 +368,6 @@ def _cross_reference(fleet: Fleet) -> list[ManifestIssue]:
                   f"{', '.join(sorted(same)) or 'none'}){did_you_mean(ref, same)}; "
                   "define it in the same namespace or remove modelCacheRef")
         issues.extend(_cel_issues(fleet, dep))
-    # Deferred: the cloud rules import the API (this module's package).
-    from modelplane.clouds.versions import version_issues
-
     for cluster, path, message in version_issues(fleet):
         issue(cluster, path, message)
     sources = {key: fleet.source_of(scaler) for key, scaler in fleet.autoscalers.items()}

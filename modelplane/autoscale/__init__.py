@@ -12,7 +12,7 @@
 * `loop.py` / `state.py`: one pass of the loop (read, decide, place, drain what leaves) and
   what it keeps between passes (the placement resource's `autoscaling` state);
 * `scraped.py` / `prometheus.py`: readings from the engines' /metrics read through each
-  cluster's API server (modelplane.observe.metrics) or from a Prometheus.
+  cluster's API server (modelplane.autoscale.pod_metrics) or from a Prometheus.
 
 docs/autoscaling.md describes all of it.
 """

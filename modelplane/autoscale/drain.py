@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from enum import Enum
 
 from modelplane.api import Fleet
-from modelplane.observe.metrics import ClusterMetrics, MetricsReading
+from modelplane.autoscale.pod_metrics import ClusterMetrics, MetricsReading
 
 from .engines import ReplicaMetrics, replica_idle
 from .state import Draining
@@ -52,7 +52,7 @@ def drain_finished(out_for: float, drain_seconds: float, grace_seconds: float, a
 def drain_activity(fleet: Fleet, draining: Sequence[Draining], readings: Mapping[str, MetricsReading],
                    replicas: Mapping[str, ReplicaMetrics]) -> dict[str, Activity]:
     """What this pass read of each draining replica (by name): `readings` are the clusters'
-    (modelplane.observe.metrics.read_metrics, run over the placement with the draining replicas
+    (modelplane.autoscale.pod_metrics.read_metrics, run over the placement with the draining replicas
     added), `replicas` what autoscale.scraped.from_pods made of them (the Ready ones)."""
     out: dict[str, Activity] = {}
     for d in draining:

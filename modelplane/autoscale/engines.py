@@ -7,12 +7,12 @@ contract test (tests/unit/autoscale/test_engine_metrics.py cites the file and ve
 * SGLang, python/sglang/srt/metrics/collector.py (`SchedulerMetricsCollector`,
   `TokenizerMetricsCollector`).
 
-The mock engine (modelplane/mock_engine.py) writes the vLLM names, so an engine whose
+The mock engine (modelplane/runtime/mock_engine.py) writes the vLLM names, so an engine whose
 image and command name neither family is read with those.
 
 `replica_readings` is the pure half of the scraped source: given each replica's
 readiness and its engine pods' parsed /metrics, the reading per metric type the
-decision takes (fetched through each cluster's pod proxy by modelplane.observe.metrics, from a
+decision takes (fetched through each cluster's pod proxy by modelplane.autoscale.pod_metrics, from a
 Prometheus, or from local engines: modelplane.autoscale.scraped).
 """
 
@@ -31,7 +31,7 @@ from modelplane.api.replica_autoscaler import (
     TIME_TO_FIRST_TOKEN,
     ReplicaAutoscaler,
 )
-from modelplane.render.pd_router import engine_family
+from modelplane.engine_family import engine_family
 
 from .exposition import Buckets, Exposition, ExpositionError, buckets_of, quantile, series_value, window
 from .readings import MetricReading, Reading, Unreadable

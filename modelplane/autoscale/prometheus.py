@@ -2,7 +2,7 @@
 instant queries to ask, and their vectors turned into what a scrape of each pod would have
 given, so the rest of the path (engines.replica_readings) is the pod proxy's.
 
-    queries = queries_for(fleet, window="2m")            # asked by modelplane.observe.metrics
+    queries = queries_for(fleet, window="2m")            # asked by modelplane.autoscale.pod_metrics
     reading = with_bodies(cluster_metrics, queries)      # each listed pod's series as exposition text
 
 Per series of the engines the fleet's autoscalers read (engines.ENGINE_METRICS):
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from modelplane.api import Fleet
-from modelplane.observe.metrics import ClusterMetrics, Series
+from modelplane.autoscale.pod_metrics import ClusterMetrics, Series
 
 from .engines import ENGINE_METRICS, GAUGE, HISTOGRAM, MEAN, engine_of
 from .engines import Series as EngineSeries

@@ -1,5 +1,5 @@
 """Readings from the engines' own /metrics, however they were fetched: through each cluster's
-API server (the pod proxy, modelplane.observe.metrics), from a Prometheus
+API server (the pod proxy, modelplane.autoscale.pod_metrics), from a Prometheus
 (modelplane.autoscale.prometheus), or straight from local engines (the demo's loop).
 
     source = ScrapedMetricsSource(fleet, placement, {replica name: ReplicaMetrics})
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from modelplane.api import Fleet
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
+from modelplane.autoscale.pod_metrics import ClusterMetrics, MetricsReading, PodScrape
 from modelplane.limits import MAX_METRICS_PARSE_SECONDS
-from modelplane.observe.metrics import ClusterMetrics, MetricsReading, PodScrape
 from modelplane.observe.read import NotRead, Unreachable
 from modelplane.scheduler import FleetPlacement
 
@@ -61,7 +61,7 @@ class ScrapedMetricsSource:
 def from_pods(placement: FleetPlacement | None, readings: Mapping[str, MetricsReading],
               budget: float = MAX_METRICS_PARSE_SECONDS, clock: Callable[[], float] = time.monotonic
               ) -> tuple[dict[str, ReplicaMetrics], dict[str, str]]:
-    """What modelplane.observe.metrics read, per placed replica (by name): ready when every
+    """What modelplane.autoscale.pod_metrics read, per placed replica (by name): ready when every
     serving pod of it that was listed is Ready (and one was), its pods' parsed /metrics (or
     why not) and the earlier read of each for the histograms' interval; and, per cluster that
     could not be read, why. Only the engines' series are parsed (engines.SERIES_NAMES), all

@@ -11,7 +11,6 @@ from modelplane.api import InferenceCluster, ModelDeployment, NodePool
 from modelplane.clouds.aws import (
     EFA_DEVICE_CLASS,
     EFA_RESOURCE,
-    autoscaled_pools,
     efa_instance_types,
     efa_mode,
     member_efa_share,
@@ -135,7 +134,7 @@ def _autoscaled_minimums(cluster: InferenceCluster) -> Iterable[tuple[NodePool, 
     resizes: the cluster-autoscaler on EKS (min = minNodeCount, else nodeCount), GKE's own on GKE
     (total_min_node_count = minNodeCount, else 0: modelplane.clouds.gcp.gke_pool_size)."""
     if cluster.source == "EKS":
-        for pool in autoscaled_pools(cluster):
+        for pool in cluster.autoscaled_pools:
             yield pool, node_group_scaling(pool).min_size, "the cluster-autoscaler"
     elif cluster.source == "GKE":
         for pool in cluster.gpu_pools:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from modelplane.engine_family import engine_family
 from modelplane.render.engine import SGLANG_METRICS_FLAG, needs_metrics_flag
-from modelplane.render.meta import ENGINE_PORT
-from modelplane.render.pd_router import engine_family
+from modelplane.vocabulary import ENGINE_PORT
 
 from .context import CheckContext
 from .engine_args import flag_value, tokens

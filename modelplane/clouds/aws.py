@@ -109,18 +109,8 @@ class NodeGroupScaling:
 
 
 def node_group_scaling(pool: NodePool) -> NodeGroupScaling:
-    """min = minNodeCount (else nodeCount), desired = nodeCount, max = maxNodeCount (else nodeCount):
-    exactly the nodes the scheduler counts (NodePool.declared_nodes) at most."""
-    low = min(pool.node_count if pool.min_node_count is None else pool.min_node_count, pool.node_count)
-    high = max(pool.max_node_count or pool.node_count, pool.node_count, 1)
-    return NodeGroupScaling(low, pool.node_count, high)
-
-
-def autoscaled_pools(cluster: InferenceCluster) -> list[NodePool]:
-    """The GPU pools of an EKS cluster whose node groups the cluster-autoscaler resizes."""
-    if cluster.source != "EKS":
-        return []
-    return [p for p in cluster.gpu_pools if node_group_scaling(p).autoscaled]
+    """An EKS node group's min, desired and max: the pool's size bounds (NodePool.size_bounds)."""
+    return NodeGroupScaling(*pool.size_bounds)
 
 
 def efa_instance_types() -> str:

@@ -41,7 +41,7 @@ def provisioning_problem(fleet: Fleet, cluster: InferenceCluster, pool: NodePool
 
 def autoscaled_pool(cluster: InferenceCluster, pool: NodePool) -> bool:
     """A cluster-autoscaler resizes the pool's nodes, scale-down included: on EKS the one the
-    serving stack installs for pools that can grow (modelplane.clouds.aws.autoscaled_pools), on
+    serving stack installs for pools that can grow (InferenceCluster.autoscaled_pools), on
     GKE GKE's own for a pool with maxNodeCount (components/sources/gke.py sets its autoscaling
     limits, modelplane.clouds.gcp.gke_pool_size). Fixed pools and other sources: none we run."""
     if cluster.source == "EKS":

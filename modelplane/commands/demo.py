@@ -5,7 +5,7 @@ one Traefik per workload cluster and the control-plane Traefik (all on 127.0.0.1
 configured by the same builders the Pulumi program deploys), sends N requests through
 every ModelService, prints who served them, and stops everything it started: on
 success, on error, and on SIGINT, SIGTERM or SIGHUP (exit 128 + the signal number); a
-watchdog stops them even if the demo itself is killed (modelplane.gateway.process).
+watchdog stops them even if the demo itself is killed (modelplane.runtime.process).
 
 Hand-written ModelEndpoints point at real providers; the demo never sends traffic
 there and starts a local stand-in instead (with a throw-away API key when the
@@ -37,17 +37,17 @@ from typing import TYPE_CHECKING
 
 from modelplane.commands.parsers import Subparsers
 from modelplane.commands.traffic import format_result, printable, run_split
-from modelplane.gateway.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.redact import redact_url
 from modelplane.references import reference_warnings
+from modelplane.runtime.process import ProcessError, Terminated, terminate_on_signals
 from modelplane.scheduler.refusals import refusal_lines
 from modelplane.words import counted
 
 if TYPE_CHECKING:
     from modelplane.api import Fleet
     from modelplane.gateway.config import ServiceRoute
-    from modelplane.gateway.local import LocalFleet, LocalSecurity
     from modelplane.routing import Endpoint
+    from modelplane.runtime.fleet import LocalFleet, LocalSecurity
 
 DEFAULT_DIR = "examples/kind"
 STOPPED = "stopped every engine and gateway the demo started"
@@ -150,8 +150,8 @@ def _run(args: argparse.Namespace) -> int:
     # its parser, and the other commands need none of this (pydantic models, scheduler).
     from modelplane.api import ManifestError, load_manifests
     from modelplane.gateway.fleet import fleet_routes, placement_endpoints
-    from modelplane.gateway.local import LocalFleet
     from modelplane.render import RenderError
+    from modelplane.runtime.fleet import LocalFleet
     from modelplane.scheduler import place_fleet
 
     if args.n < 1:
@@ -287,14 +287,14 @@ def _refusals(local: LocalFleet, fleet: Fleet, routes: list[ServiceRoute], endpo
 
 
 def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity) -> int:
-    """The loop (modelplane.gateway.scaling) every `--interval` while `--steps` clients per
+    """The loop (modelplane.runtime.scaling) every `--interval` while `--steps` clients per
     service send requests, one step every `--step-seconds`; a line per step says how many
     replicas serve each autoscaled deployment and where, and how many requests failed."""
     import time
 
     from modelplane.commands.traffic import Load
-    from modelplane.gateway.local import LocalFleet  # imported when the demo runs (see _run)
-    from modelplane.gateway.scaling import LocalScaler
+    from modelplane.runtime.fleet import LocalFleet  # imported when the demo runs (see _run)
+    from modelplane.runtime.scaling import LocalScaler
     from modelplane.scheduler import FleetPlacement
 
     targets = sorted(a.target_key for a in fleet.autoscalers.values())
@@ -356,8 +356,8 @@ DEMO_CALLER = "demo"
 def local_security(fleet: Fleet) -> LocalSecurity:
     """The protections the local data path runs with: the fleet's InferenceGateway's, as the
     cluster plan reads them (modelplane.plan.gateway), and mutual TLS between the hops."""
-    from modelplane.gateway.local import LocalSecurity  # imported when the demo runs (see _run)
     from modelplane.plan.gateway import plan_edge
+    from modelplane.runtime.fleet import LocalSecurity  # imported when the demo runs (see _run)
 
     edge = plan_edge(fleet).security
     if edge is None:

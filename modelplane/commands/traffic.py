@@ -33,9 +33,9 @@ import httpx
 
 from modelplane.commands.parsers import Subparsers
 from modelplane.files import FileReadError, read_regular_file
-from modelplane.gateway.process import Terminated, terminate_on_signals
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.redact import redact_url
+from modelplane.runtime.process import Terminated, terminate_on_signals
 from modelplane.urls import header_safe, url_problem
 from modelplane.words import counted
 

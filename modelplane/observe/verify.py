@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from modelplane.api import Fleet
 from modelplane.api.model_deployment import ModelDeployment
 from modelplane.json_types import JsonMapping, JsonObject
+from modelplane.naming import claim_template_name
 from modelplane.redact import outside_text
-from modelplane.render.names import claim_template_name
 from modelplane.scheduler import FleetPlacement, PlacedReplica
 from modelplane.vocabulary import LABEL_POOL
 

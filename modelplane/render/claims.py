@@ -22,12 +22,12 @@ from collections.abc import Mapping
 
 from modelplane.api import Engine, Member
 from modelplane.clouds.pcie import efa_alignment
+from modelplane.naming import claim_template_name
 from modelplane.scheduler import ResolvedRequest
 from modelplane.vocabulary import ATTRIBUTE_PCIE_ROOT, DRANET_DRIVER, LABEL_ENGINE, Manifest
 
 from .context import ReplicaContext
 from .meta import RenderError, metadata
-from .names import claim_template_name
 
 
 def member_requests(r: ReplicaContext, engine: Engine, member_index: int, pool_name: str) -> list[ResolvedRequest]:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from modelplane.api import Engine, Fleet, ModelDeployment
 from modelplane.clouds.aws import EFA_RESOURCE, member_efa_share
-from modelplane.vocabulary import Manifest
+from modelplane.engine_family import engine_family
+from modelplane.vocabulary import ENGINE_PORT, Manifest
 
 from .context import MemberContext
 from .env import injected_env, merge_env
-from .meta import CACHE_MOUNT, CLAIM_NAME, ENGINE_PORT
+from .meta import CACHE_MOUNT, CLAIM_NAME
 from .mock_engine import mock_engine_mount, ships_mock_engine
-from .pd_router import engine_family
 
 DSHM_VOLUME = "dshm"
 # SGLang serves /metrics only when started with it (sgl-project/sglang python/sglang/srt/
@@ -36,7 +36,7 @@ def has_flag(args: list[str], flag: str) -> bool:
 
 def needs_metrics_flag(fleet: Fleet, deployment: ModelDeployment, engine: Engine) -> bool:
     """An SGLang engine whose /metrics something reads: the deployment's ReplicaAutoscaler (the
-    only reader of engine metrics, through observe's cluster access: modelplane.observe.metrics).
+    only reader of engine metrics, through observe's cluster access: modelplane.autoscale.pod_metrics).
     vLLM serves /metrics unconditionally."""
     key = (deployment.metadata.namespace or "default", deployment.metadata.name)
     return engine_family(engine) == "sglang" and fleet.autoscaler_for(key) is not None

@@ -32,7 +32,6 @@ from modelplane.clouds.aws import (
     AUTOSCALER_IAM_STATEMENTS,
     AUTOSCALER_NAMESPACE,
     AUTOSCALER_SERVICE_ACCOUNT,
-    autoscaled_pools,
 )
 from modelplane.json_types import JsonObject
 from modelplane.vocabulary import Manifest
@@ -89,12 +88,12 @@ def chart_dir(spec: ChartSpec, order: int) -> str:
 def autoscaler_iam(cluster: InferenceCluster) -> JsonObject | None:
     """What the EKS cluster-autoscaler's service account needs in IAM (the EKS source creates it:
     a role with this policy, bound by Pod Identity), or None when no autoscaler is installed."""
-    if cluster.source != "EKS" or not autoscaled_pools(cluster):
+    if cluster.source != "EKS" or not cluster.autoscaled_pools:
         return None
     return {
         "policy": {"Version": IAM_POLICY_VERSION, "Statement": [dict(s) for s in AUTOSCALER_IAM_STATEMENTS]},
         "podIdentityAssociation": {"namespace": AUTOSCALER_NAMESPACE, "serviceAccount": AUTOSCALER_SERVICE_ACCOUNT},
-        "autoscaledPools": [p.name for p in autoscaled_pools(cluster)],
+        "autoscaledPools": [p.name for p in cluster.autoscaled_pools],
         "note": "create an IAM role with this policy, trusted by pods.eks.amazonaws.com, and a Pod Identity "
                 "association for the service account; tag the pools' Auto Scaling groups for the autoscaler's "
                 "discovery (docs/clouds.md)",

@@ -18,7 +18,6 @@ from modelplane.vocabulary import (
 )
 
 ENGINE_CONTAINER = "engine"
-ENGINE_PORT = 8000
 CACHE_MOUNT = "/mnt/models"
 CLAIM_NAME = "devices"
 # The queue the Dynamo serving stack creates for modelplane workloads (semantics §3.6).

@@ -17,7 +17,7 @@ from .meta import metadata
 CONFIGMAP_NAME = "modelplane-mock-engine"
 MOUNT_PATH = "/opt/modelplane"
 VOLUME = "mock-engine"
-_SOURCE = Path(__file__).resolve().parent.parent / "mock_engine.py"
+_SOURCE = Path(__file__).resolve().parent.parent / "runtime" / "mock_engine.py"
 
 
 def ships_mock_engine(cluster: InferenceCluster) -> bool:

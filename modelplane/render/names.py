@@ -32,10 +32,6 @@ def workload_name(replica: str, engine: str) -> str:
     return child_name(replica, engine)
 
 
-def claim_template_name(replica: str, engine: str, role: str) -> str:
-    return child_name(replica, engine, role.lower(), "devices")
-
-
 def podcliqueset_name(replica: str, engine: str) -> str:
     return _budgeted(f"{replica}-{engine}", PCS_NAME_BUDGET)
 

@@ -26,15 +26,23 @@ image that carries it, `serving.routerImage` or the family's default (ROUTERS).
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass
 
 from modelplane.api import Engine
+from modelplane.engine_family import command_words, engine_family
 from modelplane.naming import child_name
-from modelplane.vocabulary import LABEL_COMPONENT, LABEL_ENGINE, LABEL_PD_ROLE, LABEL_SERVING, LABEL_WORKLOAD, Manifest
+from modelplane.vocabulary import (
+    ENGINE_PORT,
+    LABEL_COMPONENT,
+    LABEL_ENGINE,
+    LABEL_PD_ROLE,
+    LABEL_SERVING,
+    LABEL_WORKLOAD,
+    Manifest,
+)
 
 from .context import ReplicaContext
-from .meta import ENGINE_PORT, metadata
+from .meta import metadata
 
 ROUTER_COMPONENT = "pd-router"
 
@@ -67,31 +75,8 @@ BOOTSTRAP_ANNOTATION = "sglang.ai/bootstrap-port"
 DEFAULT_BOOTSTRAP_PORT = "8998"
 
 
-def _words(engine: Engine) -> list[str]:
-    out: list[str] = []
-    for member in engine.members:
-        c = member.template.spec.engine
-        for entry in [*(c.command or []), *(c.args or [])]:
-            try:
-                out.extend(shlex.split(entry))
-            except ValueError:
-                out.extend(entry.split())
-    return out
-
-
-def engine_family(engine: Engine) -> str | None:
-    """"sglang" or "vllm" when the engine's image or command line says which, else None."""
-    images = " ".join(m.template.spec.engine.image for m in engine.members).lower()
-    words = " ".join(_words(engine))
-    if "sglang" in images or "sglang.launch_server" in words or "sglang serve" in words:
-        return "sglang"
-    if "vllm" in images or "vllm" in words:
-        return "vllm"
-    return None
-
-
 def bootstrap_port(engine: Engine) -> str:
-    words = _words(engine)
+    words = command_words(engine)
     for n, word in enumerate(words):
         if word == "--disaggregation-bootstrap-port" and n + 1 < len(words):
             return words[n + 1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from modelplane.api import Engine, Fleet, InferenceCluster, ModelDeployment
+from modelplane.naming import claim_template_name
 from modelplane.scheduler import PlacedReplica
 from modelplane.storage import cache_storage_problem
 from modelplane.vocabulary import Manifest
@@ -14,7 +15,6 @@ from .disruption import render_disruption_budget
 from .grove import render_podcliqueset
 from .lws import render_lws
 from .meta import RenderError
-from .names import claim_template_name
 from .pd_router import render_pd_router
 from .service import render_serving_service
 

@@ -7,10 +7,10 @@ Service named after the replica that the gateway routes to.
 
 from __future__ import annotations
 
-from modelplane.vocabulary import LABEL_PD_ROLE, LABEL_SERVING, Manifest
+from modelplane.vocabulary import ENGINE_PORT, LABEL_PD_ROLE, LABEL_SERVING, Manifest
 
 from .context import ReplicaContext
-from .meta import ENGINE_PORT, metadata
+from .meta import metadata
 from .names import serving_service_name
 from .pd_router import pd_family, router_selector
 

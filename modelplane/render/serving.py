@@ -16,15 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from modelplane.api import Fleet, InferenceCluster
+from modelplane.api.kubernetes_versions import AUTOSCALER_DRA_ARGS, autoscaler_image_tag
 from modelplane.clouds.aws import (
     AUTOSCALER_NAMESPACE,
     AUTOSCALER_SERVICE_ACCOUNT,
     EfaMode,
-    autoscaled_pools,
     efa_mode,
 )
 from modelplane.clouds.nvidia import GPU_TOLERATION
-from modelplane.clouds.versions import AUTOSCALER_DRA_ARGS, autoscaler_image_tag
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.vocabulary import EXAMPLE_DRIVER, LABEL_EFA, NVIDIA_DRIVER, Manifest
 
@@ -71,7 +70,7 @@ CHARTS: dict[str, ChartSource] = {
     # aws/eks-charts stable/aws-dranet (Chart.yaml version 1.0.0, appVersion v1.2.0-eksbuild.2).
     "aws-dranet": ChartSource("aws-dranet", "1.0.0", "https://aws.github.io/eks-charts"),
     # kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler/Chart.yaml: 9.59.0 ships
-    # appVersion 1.35.0; the image is set to the cluster's own minor (modelplane.clouds.versions).
+    # appVersion 1.35.0; the image is set to the cluster's own minor (modelplane.api.kubernetes_versions).
     "cluster-autoscaler": ChartSource("cluster-autoscaler", "9.59.0", "https://kubernetes.github.io/autoscaler"),
 }
 
@@ -229,7 +228,7 @@ def autoscaler_charts(cluster: InferenceCluster) -> list[ChartSpec]:
     as the template, so it cannot scale a DRA pool up from zero (kubernetes/autoscaler#345: keep
     minNodeCount >= 1; the `eks-autoscale-from-zero` check says so)."""
     eks = cluster.spec.cluster.eks
-    if eks is None or not autoscaled_pools(cluster):
+    if eks is None or not cluster.autoscaled_pools:
         return []
     return [chart("cluster-autoscaler", AUTOSCALER_NAMESPACE, {
         "cloudProvider": "aws",
@@ -237,7 +236,7 @@ def autoscaler_charts(cluster: InferenceCluster) -> list[ChartSpec]:
         # The logical name; the program binds the cloud's own (bind_eks_cluster_name).
         "autoDiscovery": {"clusterName": cluster.metadata.name},
         "rbac": {"serviceAccount": {"name": AUTOSCALER_SERVICE_ACCOUNT}},
-        # The autoscaler of the cluster's own minor (modelplane.clouds.versions).
+        # The autoscaler of the cluster's own minor (modelplane.api.kubernetes_versions).
         "image": {"tag": autoscaler_image_tag(cluster)},
         "extraArgs": dict(AUTOSCALER_DRA_ARGS),
     })]

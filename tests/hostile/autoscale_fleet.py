@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from modelplane.api import load_documents
-from modelplane.observe.metrics import proxy_path
+from modelplane.autoscale.pod_metrics import proxy_path
 from modelplane.scheduler import FleetPlacement, place_fleet
 from tests import manifests as g
 from tests.hostile.conftest import kubeconfig

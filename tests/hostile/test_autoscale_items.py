@@ -19,9 +19,9 @@ from modelplane.autoscale import decide
 from modelplane.autoscale.engines import SERIES_NAMES
 from modelplane.autoscale.exposition import ExpositionError, parse
 from modelplane.autoscale.history import History
+from modelplane.autoscale.pod_metrics import read_metrics
 from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
 from modelplane.autoscale.state import Draining
-from modelplane.observe.metrics import read_metrics
 from providers.placement import compute_placement
 from tests.hostile.autoscale_fleet import HONEST, HOSTILE, MODES, NOW, NS, Body, documents, news, serve
 from tests.hostile.checks import assert_clean, assert_clean_json

@@ -4,8 +4,8 @@ Every fixture stops what it started in teardown, whatever the test outcome.
 """
 import pytest
 
-from modelplane.gateway.local import LocalFleet, LocalSecurity
-from modelplane.gateway.process import traefik_binary
+from modelplane.runtime.fleet import LocalFleet, LocalSecurity
+from modelplane.runtime.process import traefik_binary
 
 
 def pytest_collection_modifyitems(items):

@@ -1,5 +1,5 @@
 """`modelplane demo` with a ReplicaAutoscaler in the fleet, as a user runs it: the loop
-(modelplane.gateway.scaling) every second against real Traefik and mock engines on 127.0.0.1
+(modelplane.runtime.scaling) every second against real Traefik and mock engines on 127.0.0.1
 (each serving 2 requests at once in 200 ms, metrics scraped from their /metrics) while split
 clients drive load in steps of 1, 3, 6, then 1 client. The count rises from 1 across both
 regions (2, then 4, the max), falls back to 1 once the 8 s scale-down window has passed, and

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from modelplane.gateway.config import ServiceRoute, workload_config
-from modelplane.gateway.local import FAST
-from modelplane.gateway.process import Traefik
 from modelplane.routing import compute_weights
+from modelplane.runtime.fleet import FAST
+from modelplane.runtime.process import Traefik
 
 from .helpers import NS, replica, select
 

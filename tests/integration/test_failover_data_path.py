@@ -12,7 +12,7 @@ import pytest
 from modelplane.api import load_manifest_text
 from modelplane.commands.traffic import run_split
 from modelplane.gateway.fleet import fleet_routes, placement_endpoints
-from modelplane.gateway.local import LocalSecurity
+from modelplane.runtime.fleet import LocalSecurity
 from modelplane.scheduler import FleetPlacement, Outage, place_fleet
 from tests import manifests as g
 

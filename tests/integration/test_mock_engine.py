@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from modelplane.gateway.process import Engine
+from modelplane.runtime.process import Engine
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ import pytest
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
 from modelplane.autoscale.engines import VLLM, PodMetrics, ReplicaMetrics, replica_readings
 from modelplane.autoscale.exposition import collect, parse
-from modelplane.gateway.process import Engine
+from modelplane.runtime.process import Engine
 from tests.manifests import metric, replica_autoscaler
 
 pytestmark = pytest.mark.integration

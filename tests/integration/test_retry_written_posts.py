@@ -23,9 +23,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 
 from modelplane.gateway.config import ServiceRoute, control_plane_config, workload_config
-from modelplane.gateway.local import FAST
-from modelplane.gateway.process import Traefik
 from modelplane.routing import compute_weights, replica_endpoint
+from modelplane.runtime.fleet import FAST
+from modelplane.runtime.process import Traefik
 
 from .helpers import NS, replica, select
 

@@ -9,8 +9,8 @@ import stat
 import httpx
 
 from modelplane.commands.traffic import format_result, run_split
-from modelplane.gateway.process import Traefik
 from modelplane.routing import Credential, Endpoint, RouteEntry
+from modelplane.runtime.process import Traefik
 
 from .helpers import NS, SVC, replica, select, wait_only
 

@@ -8,9 +8,9 @@ import pytest
 
 from modelplane.commands.traffic import run_split
 from modelplane.gateway import pki
-from modelplane.gateway.local import write_pair, write_private
-from modelplane.gateway.process import Traefik
 from modelplane.routing import Credential, Endpoint, RouteEntry
+from modelplane.runtime.fleet import write_pair, write_private
+from modelplane.runtime.process import Traefik
 
 from .helpers import NS, SVC, replica, select, wait_only
 

@@ -7,8 +7,8 @@ import httpx
 import pytest
 
 from modelplane.commands.traffic import run_split
-from modelplane.gateway.local import LocalSecurity
 from modelplane.gateway.security import CallerLimits, hop_server_name
+from modelplane.runtime.fleet import LocalSecurity
 
 from .helpers import NS, SVC, replica, select
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from modelplane.gateway.process import Engine, Managed, http_get, wait_until
 from modelplane.plan import plan_fleet
 from modelplane.processes import listen_socket, port_of
+from modelplane.runtime.process import Engine, Managed, http_get, wait_until
 from modelplane.scheduler import place_fleet
 from tests.unit.render.fleets import full_fleet
 

@@ -12,9 +12,9 @@ import pytest
 
 import modelplane.observe.read as read
 from modelplane.api import load_documents
+from modelplane.naming import claim_template_name
 from modelplane.observe.objects import claim_devices
 from modelplane.observe.read import ClusterRead, Unreachable
-from modelplane.render.names import claim_template_name
 from providers.placement import PlacementProvider, compute_placement, normalize_numbers
 from tests import manifests as g
 from tests.pulumi.test_placement_provider import as_engine_state, where

@@ -23,8 +23,8 @@ def _imported(path: Path) -> set[str]:
     return tops
 
 
-@pytest.mark.parametrize("module", ["modelplane/mock_engine.py", "modelplane/gateway/watchdog.py",
-                                    "modelplane/gateway/listen_fds.py"])
+@pytest.mark.parametrize("module", ["modelplane/runtime/mock_engine.py", "modelplane/runtime/watchdog.py",
+                                    "modelplane/runtime/listen_fds.py"])
 def test_a_standalone_module_imports_the_standard_library_only(module: str) -> None:
     outside = _imported(ROOT / module) - set(sys.stdlib_module_names) - {"__future__"}
     assert not outside, f"{module} imports {sorted(outside)}: it runs without the project installed"

@@ -169,7 +169,7 @@ def test_the_engine_family_picks_the_table() -> None:
     sglang = engine("main", member("Standalone", request("gpu", 1), image="lmsysorg/sglang:v0.5.0"))
     vllm = engine("main", member("Standalone", request("gpu", 1), image="vllm/vllm-openai:v0.11.0"))
     mock = engine("main", member("Standalone", request("gpu", 1), image="python:3.12-slim",
-                                 command=["python", "-m", "modelplane.mock_engine"]))
+                                 command=["python", "-m", "modelplane.runtime.mock_engine"]))
     fleet = load_manifest_text(to_yaml([deployment("s", 1, sglang), deployment("v", 1, vllm),
                                         deployment("m", 1, mock)]))
     assert [engine_of(fleet.deployments[("default", n)]) for n in "smv"] == [SGLANG, VLLM, VLLM]

@@ -21,10 +21,10 @@ from modelplane.autoscale.engines import SERIES_NAMES, PodMetrics, ReplicaMetric
 from modelplane.autoscale.exposition import ExpositionError, parse, select_families
 from modelplane.autoscale.history import History, Recommendation
 from modelplane.autoscale.loop import decide_all, scale_fleet
+from modelplane.autoscale.pod_metrics import ClusterMetrics, PodScrape
 from modelplane.autoscale.scraped import from_pods
 from modelplane.autoscale.state import AutoscalerState, Draining, ScalingState
 from modelplane.limits import MAX_METRICS_FAMILY_SAMPLES, MAX_METRICS_SAMPLES
-from modelplane.observe.metrics import ClusterMetrics, PodScrape
 from modelplane.observe.objects import ReplicaKey
 from modelplane.observe.read import Unreachable
 from modelplane.scheduler import FleetPlacement, place_fleet

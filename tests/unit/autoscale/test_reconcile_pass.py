@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[3]
 STEPS = {("modelplane.autoscale.loop", "scale_fleet"), ("modelplane.observe.place", "place_observed"),
          ("modelplane.autoscale.placement", "decide_fleet"), ("modelplane.autoscale.placement", "place_decisions")}
 CALLERS = ["providers/autoscale.py", "providers/observe.py", "providers/placement.py", "modelplane/commands/plan.py",
-           "modelplane/gateway/scaling.py", "modelplane/autoscale/report.py"]
+           "modelplane/runtime/scaling.py", "modelplane/autoscale/report.py"]
 
 
 def _imported(path: Path) -> set[tuple[str, str]]:

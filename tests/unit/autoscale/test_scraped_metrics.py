@@ -19,9 +19,9 @@ from modelplane.api import load_manifest_text
 from modelplane.autoscale import Unreadable, decide
 from modelplane.autoscale import conditions as c
 from modelplane.autoscale.history import History
+from modelplane.autoscale.pod_metrics import MAX_SCRAPED_PODS, ClusterMetrics, Prometheus, proxy_path, read_metrics
 from modelplane.autoscale.prometheus import queries_for, with_bodies
 from modelplane.autoscale.scraped import ScrapedMetricsSource, from_pods
-from modelplane.observe.metrics import MAX_SCRAPED_PODS, ClusterMetrics, Prometheus, proxy_path, read_metrics
 from modelplane.observe.read import NotRead, Unreachable
 from modelplane.scheduler import place_fleet
 from tests.hostile.conftest import TOKEN, closed_port, kubeconfig

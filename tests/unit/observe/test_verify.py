@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from modelplane.api import load_manifest_text
+from modelplane.naming import claim_template_name
 from modelplane.observe.read import NotRead, Unreachable
 from modelplane.observe.verify import NOT_READY, READY, UNKNOWN, verify
-from modelplane.render.names import claim_template_name
 from modelplane.scheduler import FleetPlacement, place_fleet
 from tests import manifests as g
 

@@ -10,9 +10,9 @@ import secrets
 import pytest
 
 from modelplane.api import load_manifest_text
-from modelplane.gateway.process import Engine, Traefik, http_get, listen_socket, port_of, traefik_binary, wait_until
 from modelplane.plan import fleet_routes_for
 from modelplane.render.gateway import egress_configmap, egress_keys, egress_ports
+from modelplane.runtime.process import Engine, Traefik, http_get, listen_socket, port_of, traefik_binary, wait_until
 from modelplane.scheduler import FleetPlacement
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

@@ -2,7 +2,7 @@
 typed out there, and must be the port the renderers probe and route to."""
 
 from modelplane import mock_engine
-from modelplane.render.meta import ENGINE_PORT
+from modelplane.vocabulary import ENGINE_PORT
 
 
 def test_mock_engine_listens_on_the_engine_port_by_default():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from modelplane.clouds.versions import EKS_DEFAULT_VERSION
+from modelplane.api.kubernetes_versions import EKS_DEFAULT_VERSION
 from modelplane.render.serving import CHARTS
 
 SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "bootstrap-tools"

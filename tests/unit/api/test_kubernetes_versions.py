@@ -1,12 +1,12 @@
 """kubernetesVersion of EKS/GKE clusters, checked at load against what the program renders there,
-and the cluster-autoscaler image of the cluster's own minor (modelplane.clouds.versions)."""
+and the cluster-autoscaler image of the cluster's own minor (modelplane.api.kubernetes_versions)."""
 
 from __future__ import annotations
 
 import pytest
 
 from modelplane.api import ManifestError, load_manifest_text
-from modelplane.clouds.versions import AUTOSCALER_IMAGE_TAGS, EKS_DEFAULT_VERSION, MIN_DRA_V1
+from modelplane.api.kubernetes_versions import AUTOSCALER_IMAGE_TAGS, EKS_DEFAULT_VERSION, MIN_DRA_V1
 from modelplane.render.serving import chart_specs
 from tests.unit.render.cloudfleet import gpu_class
 

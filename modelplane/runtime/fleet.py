@@ -38,15 +38,6 @@ from modelplane.gateway.config import (
     external_endpoints,
     workload_config,
 )
-from modelplane.gateway.process import (
-    Engine,
-    Managed,
-    ProcessGroup,
-    Traefik,
-    listen_socket,
-    shielded,
-    stop_all,
-)
 from modelplane.gateway.security import (
     PLAIN,
     CallerLimits,
@@ -57,6 +48,15 @@ from modelplane.gateway.security import (
     hop_server_name,
 )
 from modelplane.routing import Credential, Endpoint, RouteEntry, compute_weights
+from modelplane.runtime.process import (
+    Engine,
+    Managed,
+    ProcessGroup,
+    Traefik,
+    listen_socket,
+    shielded,
+    stop_all,
+)
 
 # Short intervals so tests observe health changes within a second or two.
 FAST = Tuning(health_interval="250ms", health_timeout="1s")  # generous timeout: CI boxes are busy
@@ -220,7 +220,7 @@ class LocalFleet:
 
     def stop_engine(self, name: str, grace: float = 30.0) -> None:
         """Stop one engine the way a pod is stopped: SIGTERM (it refuses new connections and
-        finishes what is in flight: modelplane.mock_engine), SIGKILL after `grace` seconds."""
+        finishes what is in flight: modelplane.runtime.mock_engine), SIGKILL after `grace` seconds."""
         eng = self.engines.pop(name)
         with shielded():
             eng.stop(grace)

@@ -37,9 +37,9 @@ from modelplane.autoscale.scraped import ScrapedMetricsSource, histograms
 from modelplane.autoscale.state import Draining, ScalingState
 from modelplane.gateway.config import ServiceRoute
 from modelplane.gateway.fleet import leaving_routes, placement_endpoints
-from modelplane.gateway.local import LocalFleet
 from modelplane.reconcile_pass import Scaling, run
 from modelplane.routing import Endpoint
+from modelplane.runtime.fleet import LocalFleet
 from modelplane.scheduler import FleetPlacement, place_fleet
 
 # The mock engine's flags a ModelDeployment's engine command may carry that shape its load.

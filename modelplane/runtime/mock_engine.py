@@ -3,7 +3,7 @@
 Standard library only, so it runs as the entrypoint of a plain `python` image on the
 Kind stack as well as a local process in tests:
 
-    python -m modelplane.mock_engine --name R --port P [--fail-health-after N | --exit-after N]
+    python -m modelplane.runtime.mock_engine --name R --port P [--fail-health-after N | --exit-after N]
 
 `"stream": true` in the body answers with server-sent events.
 
@@ -361,7 +361,7 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m modelplane.mock_engine", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m modelplane.runtime.mock_engine", description=__doc__.split("\n")[0])
     served = os.environ.get("MODELPLANE_SERVED_MODEL_NAME", "")  # "<ns>/<deployment>" in a pod
     p.add_argument("--name", default=os.environ.get("MODELPLANE_REPLICA") or os.environ.get("HOSTNAME") or "engine",
                    help="replica name reported in every answer (default: $MODELPLANE_REPLICA, else $HOSTNAME)")
@@ -369,7 +369,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     # alone in a pod (python -m on the shipped source), so it imports nothing of modelplane;
     # tests/unit/render/test_mock_engine_port.py keeps the two equal.
     p.add_argument("--port", type=int, default=8000)
-    # A listening socket inherited from the parent (modelplane.gateway.process): the port
+    # A listening socket inherited from the parent (modelplane.runtime.process): the port
     # was bound before this process started, so nobody else could take it meanwhile.
     p.add_argument("--listen-fd", type=int, default=None, metavar="FD", help=argparse.SUPPRESS)
     # In a pod the gateway reaches the engine over the pod network; anywhere else stay local.

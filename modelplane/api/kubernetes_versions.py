@@ -1,5 +1,6 @@
 """Kubernetes versions of the clusters the program provisions: what the rendered objects need of
-a cluster's minor, and the cluster-autoscaler build for each minor.
+a cluster's minor, and the cluster-autoscaler build for each minor. Part of the API: the loader
+refuses a kubernetesVersion that cannot serve the fleet, before anything is planned.
 
 * DRA: every ResourceClaimTemplate and DeviceClass the program renders is `resource.k8s.io/v1`,
   served from Kubernetes 1.34 (k8s-api-shapes.md §1.1; KEP-4381 GA); the EFA DRA driver
@@ -21,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from modelplane.api import Fleet, InferenceCluster
-from modelplane.clouds.aws import autoscaled_pools
+from .fleet import Fleet
+from .inference_cluster import InferenceCluster
 
 Minor = tuple[int, int]
 
@@ -120,10 +121,10 @@ def version_issues(fleet: Fleet) -> list[tuple[InferenceCluster, str, str]]:
                 "ResourceClaimTemplates and DeviceClasses rendered for this cluster's DRA pools use (and the EFA DRA "
                 f"driver needs {_shown(MIN_DRA_V1)}): the charts install and every engine stays Pending. "
                 f"Fix: kubernetesVersion: '{_shown(MIN_DRA_V1)}' or later (EKS default {EKS_DEFAULT_VERSION!r})")))
-        elif autoscaled_pools(cluster) and minor not in AUTOSCALER_IMAGE_TAGS:
+        elif cluster.autoscaled_pools and minor not in AUTOSCALER_IMAGE_TAGS:
             pinned = ", ".join(_shown(m) for m in sorted(AUTOSCALER_IMAGE_TAGS))
             out.append((cluster, path, (
                 f"a pool can grow, so the cluster-autoscaler runs here, and it is built per Kubernetes minor; no "
-                f"release is pinned for {_shown(minor)} (pinned: {pinned}; modelplane.clouds.versions). Fix: "
+                f"release is pinned for {_shown(minor)} (pinned: {pinned}; modelplane.api.kubernetes_versions). Fix: "
                 f"kubernetesVersion: one of {pinned}, or fix every pool's size (no maxNodeCount above nodeCount)")))
     return out

@@ -1,6 +1,6 @@
 """The engines' /metrics, read through each cluster's API server: the autoscaler's scraped
-source (docs/autoscaling.md, "Where the metrics come from"). The only I/O of it, beside
-read.py's.
+source (docs/autoscaling.md, "Where the metrics come from"). Its only I/O, beside
+modelplane.observe.read's.
 
     readings = read_metrics({"eu-west": kubeconfig}, {("ml-team", "chat")}, timeout=5)
 
@@ -39,18 +39,17 @@ from urllib.parse import quote
 
 import msgspec
 
-from modelplane.autoscale.engines import SERIES_NAMES
-from modelplane.autoscale.exposition import ExpositionError, select_families
 from modelplane.json_types import JsonMapping
 from modelplane.kube import BadAnswer, KubeAccess, KubeClient, NoAnswer, decode
 from modelplane.limits import MAX_METRICS_RESPONSE_BYTES, MAX_METRICS_SAMPLES
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
-from modelplane.render.meta import ENGINE_PORT
-from modelplane.vocabulary import LABEL_SERVING
+from modelplane.observe.objects import ReplicaKey, meta, pod_replica
+from modelplane.observe.read import OURS, NotRead, Unreachable, _reason, concurrently, with_cluster
+from modelplane.observe.schema import Pod
+from modelplane.vocabulary import ENGINE_PORT, LABEL_SERVING
 
-from .objects import ReplicaKey, meta, pod_replica
-from .read import OURS, NotRead, Unreachable, _reason, concurrently, with_cluster
-from .schema import Pod
+from .engines import SERIES_NAMES
+from .exposition import ExpositionError, select_families
 
 # Pods scraped per cluster and read: past it the rest are not read (missing replicas, said so).
 MAX_SCRAPED_PODS = 1000

@@ -225,7 +225,7 @@ class Managed:
 
 
 class Engine(Managed):
-    """`python -m modelplane.mock_engine` serving a socket bound here (free 127.0.0.1 port)."""
+    """`python -m modelplane.runtime.mock_engine` serving a socket bound here (free 127.0.0.1 port)."""
 
     def __init__(self, name: str, log_dir: Path, deployment: str | None = None,
                  extra: Sequence[str] = (), env: Mapping[str, str] | None = None,
@@ -237,7 +237,7 @@ class Engine(Managed):
         with listen_socket() as sock:  # the child keeps its copy; a dead engine refuses connections
             self.port = port_of(sock)
             self.url = f"http://127.0.0.1:{self.port}"
-            argv = [sys.executable, "-m", "modelplane.mock_engine", "--name", name,
+            argv = [sys.executable, "-m", "modelplane.runtime.mock_engine", "--name", name,
                     "--listen-fd", str(sock.fileno())]
             if deployment:
                 argv += ["--deployment", deployment]
