@@ -126,7 +126,7 @@ def _old_placement_bytes(fleet_path: Path) -> int:
     replica with its own copy of every cluster's reason."""
     from modelplane.api import load_manifests
     from modelplane.scheduler import place_fleet
-    from modelplane.scheduler.types import REASONS_OF
+    from modelplane.scheduler.placement_types import REASONS_OF
 
     fleet = load_manifests(fleet_path)
     placement = place_fleet(fleet).to_json()

@@ -35,7 +35,7 @@ t0 = time.perf_counter()
 from modelplane.__main__ import build_parser
 from modelplane.api import load_documents, load_manifests
 from modelplane.scheduler import place_fleet
-from modelplane.scheduler.report import format_table
+from modelplane.scheduler.placement_report import format_table
 t1 = time.perf_counter()
 fleet = load_manifests(sys.argv[1])
 t2 = time.perf_counter()

@@ -21,7 +21,7 @@ from modelplane.api import ModelDeployment as DeploymentSpec
 from modelplane.json_types import JsonObject
 from modelplane.plan import FleetPlan
 from modelplane.scheduler import DeploymentPlacement
-from modelplane.scheduler.report import explanations, replica_summary
+from modelplane.scheduler.placement_report import explanations, replica_summary
 
 
 @dataclass(kw_only=True)

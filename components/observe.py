@@ -16,8 +16,8 @@ from modelplane.json_types import JsonMapping, JsonObject, JsonValue
 from modelplane.observe import CAPACITY_KEY, DEFAULT_READ_TIMEOUT_S, HEALTH_KEY
 from modelplane.observe.capacity import FleetCapacity
 from modelplane.observe.health import FailoverSettings, health_from_json
+from modelplane.observe.observation_report import format_capacity, format_verification
 from modelplane.observe.read import read_clusters
-from modelplane.observe.report import format_capacity, format_verification
 from modelplane.observe.verify import verify
 from modelplane.scheduler import FleetPlacement
 from providers.placement import normalize_numbers

@@ -1,7 +1,7 @@
 """The DRA drivers this program knows, and what they publish for a GPU: the attribute and capacity
 keys of a device with their value types, and the values that follow from what the GPU is.
 
-One home for these facts. The sim publishes its ResourceSlices from them (modelplane.nodes), and the
+One home for these facts. The sim publishes its ResourceSlices from them (modelplane.node_objects), and the
 checks compare InferenceClasses and selectors with them (modelplane.checks.usable_gpu_memory and
 modelplane.checks.published_attributes). A class is the fleet scheduler's picture of a device; the
 kube-scheduler evaluates the same CEL selectors against what the driver publishes, so wherever the

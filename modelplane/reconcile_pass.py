@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from modelplane.api import Fleet
 from modelplane.autoscale.loop import scale_fleet
-from modelplane.autoscale.placement import ScalingOutcome, decide_fleet, place_decisions
 from modelplane.autoscale.readings import FileMetricsSource, MetricsSource, Unreadable, read_metrics_file
+from modelplane.autoscale.scaled_placement import ScalingOutcome, decide_fleet, place_decisions
 from modelplane.autoscale.state import Draining, ScalingState
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.scheduler import DEFAULT_ACCOUNTING, FleetPlacement, place_fleet

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from modelplane.api import Fleet, ModelService
 from modelplane.api.common import KindObject
-from modelplane.api.placement import FleetBudget
+from modelplane.api.placement_policy import FleetBudget
 from modelplane.suggest import did_you_mean, nearest
 from modelplane.vocabulary import LABEL_CLUSTER, LABEL_DEPLOYMENT, LABEL_REPLICA_INDEX
 

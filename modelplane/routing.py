@@ -23,7 +23,7 @@ from modelplane.vocabulary import LABEL_REPLICA_INDEX as REPLICA_INDEX_LABEL
 MAX_WEIGHT = 1_000_000
 
 
-EVEN, CAPACITY = "Even", "Capacity"   # routingPolicy.weighting (ours, modelplane/api/placement.py)
+EVEN, CAPACITY = "Even", "Capacity"   # routingPolicy.weighting (ours, modelplane/api/placement_policy.py)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import yaml
 
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_cluster import InferenceCluster
-from modelplane.nodes import KWOK_NODE_ANNOTATION, cluster_nodes, device_classes, resource_slices
+from modelplane.node_objects import KWOK_NODE_ANNOTATION, cluster_nodes, device_classes, resource_slices
 from modelplane.vocabulary import NVIDIA_DRIVER
 
 from . import pki

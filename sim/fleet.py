@@ -53,7 +53,7 @@ def simulated_clusters(fleet: Fleet) -> dict[str, InferenceCluster]:
     """The clusters `up` starts: the fleet's, plus the stacks' own control cluster when the fleet's
     InferenceGateway names none of them (`pulumi up -s sim` reaches it like the others). It is shaped
     like the kind stack's control cluster: a Kind cluster without worker pools, whose one node (the
-    control plane, untainted) runs the control-plane gateway's pod (modelplane.nodes)."""
+    control plane, untainted) runs the control-plane gateway's pod (modelplane.node_objects)."""
     clusters = dict(fleet.clusters)
     try:
         name, in_fleet, _ = control_plane_cluster(fleet, ControlPlane())

@@ -144,7 +144,7 @@ def deployment(name: str, replicas: int = 1, *engines: dict[str, Any], namespace
     return {"apiVersion": API, "kind": "ModelDeployment", "metadata": meta, "spec": top}
 
 
-# Our placement extensions (modelplane/api/placement.py) ------------------------------
+# Our placement extensions (modelplane/api/placement_policy.py) ------------------------------
 
 BUDGET_API = "placement.modelplane-pulumi.dev/v1alpha1"
 

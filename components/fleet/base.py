@@ -68,7 +68,7 @@ from modelplane.render.gateway import (
 from modelplane.render.serving import bind_eks_cluster_name
 from modelplane.routing import Credential
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
-from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
+from modelplane.scheduler.placement_report import deployment_outputs, format_table, shortfalls
 from providers.placement import FleetPlacementArgs, FleetPlacementResource
 from providers.rendered_files import ServingStackFiles
 

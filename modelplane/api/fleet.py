@@ -13,7 +13,7 @@ from .model_cache import ModelCache
 from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
-from .placement import FleetBudget
+from .placement_policy import FleetBudget
 from .replica_autoscaler import ReplicaAutoscaler
 
 Key = tuple[str, str]

@@ -28,7 +28,7 @@ from .model_cache import ModelCache
 from .model_deployment import ModelDeployment
 from .model_endpoint import ModelEndpoint
 from .model_service import ModelService
-from .placement import FLEET_BUDGET_API_VERSION, FleetBudget
+from .placement_policy import FLEET_BUDGET_API_VERSION, FleetBudget
 from .replica_autoscaler import ReplicaAutoscaler, target_problems
 from .yaml_reader import YamlInputError, read_documents
 

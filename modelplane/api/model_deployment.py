@@ -17,7 +17,7 @@ from .common import (
     check_unique,
     check_user_labels,
 )
-from .placement import PlacementPolicy
+from .placement_policy import PlacementPolicy
 
 MAX_REPLICAS = 1000  # the reference caps at 10 (issue #438); a fleet needs more
 
@@ -239,7 +239,7 @@ class DeploymentTemplate(ApiModel):
 class ModelDeploymentSpec(ApiModel):
     replicas: Annotated[int, Field(ge=0, le=MAX_REPLICAS)]
     template: DeploymentTemplate
-    placement_policy: PlacementPolicy | None = None  # ours: modelplane/api/placement.py
+    placement_policy: PlacementPolicy | None = None  # ours: modelplane/api/placement_policy.py
 
 
 class DeploymentMeta(LabelledObjectMeta):

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 
 from .common import ApiModel, KindObject, RequiredLabelSelector, check_dns_label, check_unique
 from .inference_gateway import CALLER_PATTERN
-from .placement import RoutingPolicy
+from .placement_policy import RoutingPolicy
 
 _DURATION = r"^([0-9]+(h|m|s|ms)){1,4}$"
 
@@ -19,7 +19,7 @@ class ServiceEntry(ApiModel):
     priority: Annotated[int, Field(ge=0, le=63)] = 0
     weight: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     selector: RequiredLabelSelector
-    routing_policy: RoutingPolicy | None = None  # ours: modelplane/api/placement.py
+    routing_policy: RoutingPolicy | None = None  # ours: modelplane/api/placement_policy.py
 
     @field_validator("name")
     @classmethod

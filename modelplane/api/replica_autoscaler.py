@@ -34,7 +34,7 @@ from modelplane.suggest import did_you_mean
 
 from .common import ApiModel, KindObject, check_dns_subdomain, check_unique
 from .model_deployment import MAX_REPLICAS, ModelDeployment
-from .placement import FLEET_BUDGET_API_VERSION
+from .placement_policy import FLEET_BUDGET_API_VERSION
 
 # The group FleetBudget lives in (placement.py defines its version constant).
 REPLICA_AUTOSCALER_API_VERSION = FLEET_BUDGET_API_VERSION

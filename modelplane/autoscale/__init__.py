@@ -6,7 +6,7 @@
   metrics file, the scraped engines and a Prometheus sit.
 * `engines.py` / `exposition.py`: the engines' own Prometheus series and a bounded parser
   of their text format.
-* `placement.py`: the decided counts placed by the fleet scheduler's public API, a
+* `scaled_placement.py`: the decided counts placed by the fleet scheduler's public API, a
   refused scale-up reported as `ScalingLimited`.
 
 * `loop.py` / `state.py`: one pass of the loop (read, decide, place, drain what leaves) and

@@ -38,8 +38,8 @@ from modelplane.scheduler import FleetPlacement
 from . import conditions as c
 from .decision import Decision, decide
 from .history import History
-from .placement import ScalingOutcome, outcomes, scaled_fleet
 from .readings import MetricsSource, Reading, Unreadable
+from .scaled_placement import ScalingOutcome, outcomes, scaled_fleet
 from .state import AutoscalerState, Draining, Held, ScaleRecord, ScalingState
 
 # A decision with one of these reasons acted on no metric: the state says so (AutoscalerState.held).

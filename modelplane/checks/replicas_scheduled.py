@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from modelplane.scheduler.placement_types import DeploymentPlacement
 from modelplane.scheduler.refusals import refusal_lines
-from modelplane.scheduler.types import DeploymentPlacement
 
 from .context import CheckContext
 from .findings import MANDATORY, Finding

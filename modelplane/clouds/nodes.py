@@ -1,7 +1,7 @@
 """The labels and taints our provisioned (EKS/GKE) node pools carry: one system pool per
 cluster (the gateways, the drivers' controllers and everything else without a GPU run there)
 and one GPU pool per fleet pool. The NVIDIA DRA kubelet plugin's affinity the GPU pools must
-satisfy is in modelplane.clouds.nvidia; the simulated clusters (modelplane.nodes) build their
+satisfy is in modelplane.clouds.nvidia; the simulated clusters (modelplane.node_objects) build their
 EKS/GKE nodes from these."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .nvidia import GKE_NO_DEFAULT_DEVICE_PLUGIN, GPU_PRESENT_LABEL, GPU_TAINT, 
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # Sources whose every node carries ZONE_LABEL: the cloud's node controller sets it (Kubernetes
-# "Well-Known Labels, Annotations and Taints"; modelplane.nodes builds the sim's EKS and GKE nodes
+# "Well-Known Labels, Annotations and Taints"; modelplane.node_objects builds the sim's EKS and GKE nodes
 # with it). Kind nodes have none, and nothing promises it on an Existing cluster's.
 ZONE_LABELLED_SOURCES = ("EKS", "GKE")
 

@@ -25,7 +25,7 @@ from modelplane.scheduler import (
     PlacementFormatError,
     place_fleet,
 )
-from modelplane.scheduler.report import format_table
+from modelplane.scheduler.placement_report import format_table
 
 
 def add_parser(subparsers: Subparsers) -> None:
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         previous = read_previous(args.previous) if args.previous else None
         observed = read_observed(args.observed, fleet=fleet) if args.observed else None
         # Deferred: the autoscaler's modules load only for --metrics: plan's start-up is kept small.
-        from modelplane.autoscale.report import format_plan
+        from modelplane.autoscale.metrics_report import format_plan
         from modelplane.reconcile_pass import first_decision, metrics_file_source
 
         result = first_decision(fleet, metrics_file_source(fleet, args.metrics), previous, now=time.time(),
@@ -162,8 +162,8 @@ def _observe(args: argparse.Namespace, fleet: Fleet) -> int:
     # start-up, which a plan without --observe does not need (benchmarks/scale_plan.py holds plan's
     # start-up goal).
     from modelplane.observe.health import health_from_json, health_to_json
+    from modelplane.observe.observation_report import format_capacity
     from modelplane.observe.read import kubeconfigs_in, read_clusters
-    from modelplane.observe.report import format_capacity
     from modelplane.reconcile_pass import Observation, run
 
     previous = read_json(args.previous, "previous placement") if args.previous else None

@@ -17,8 +17,8 @@ from modelplane.commands.output import JSON, WIDE, YAML, add_manifests, add_outp
 from modelplane.commands.parsers import Subparsers
 from modelplane.durations import MAX_READ_TIMEOUT_S, MAX_WAIT_S, duration_arg
 from modelplane.observe import DEFAULT_READ_TIMEOUT_S
+from modelplane.observe.observation_report import format_verification
 from modelplane.observe.read import kubeconfigs_in, read_clusters
-from modelplane.observe.report import format_verification
 from modelplane.observe.verify import Verification, verify
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 

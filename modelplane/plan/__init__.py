@@ -16,7 +16,7 @@ from .build import (
     plan_foundation,
     plan_with_facts,
 )
-from .types import (
+from .cluster_plan import (
     CachePlan,
     ClusterFacts,
     ClusterFoundation,

@@ -41,7 +41,7 @@ from modelplane.render.gateway import (
     workload_gateway_name,
 )
 from modelplane.render.gitops import autoscaler_iam, serving_stack_provided
-from modelplane.render.mock_engine import render_mock_engine_configmap, ships_mock_engine
+from modelplane.render.mock_engine_configmap import render_mock_engine_configmap, ships_mock_engine
 from modelplane.render.names import cache_secret_name
 from modelplane.render.namespace import BUILTIN_NAMESPACES, render_namespace, render_system_namespace
 from modelplane.render.pool_labels import render_pool_labeler
@@ -51,8 +51,7 @@ from modelplane.routing import WeightedBackend
 from modelplane.scheduler import FleetPlacement, PlacedReplica, candidate_clusters
 from modelplane.storage import cache_storage_class
 
-from .gateway import control_hop, hop_need, hop_volume, plan_edge
-from .types import (
+from .cluster_plan import (
     CachePlan,
     ClusterFacts,
     ClusterFoundation,
@@ -62,6 +61,7 @@ from .types import (
     ReplicaPlan,
     SecretNeed,
 )
+from .gateway import control_hop, hop_need, hop_volume, plan_edge
 
 DEFAULT_CONTROL_PLANE = "control"
 HF_TOKEN_CONFIG = "hfToken"
@@ -244,7 +244,7 @@ def plan_with_facts(fleet: Fleet, cluster: str, placed: Sequence[Placed], facts:
         namespaces=tuple(render_namespace(ns, cluster) for ns in used if ns not in BUILTIN_NAMESPACES),
         modelexpress=tuple(o for ns in used for o in render_modelexpress(ns)) if dynamo(spec) else (),
         # Kind regions run the examples' mock engine from a stock image; its source
-        # travels as a ConfigMap the engine pods mount (modelplane/render/mock_engine.py).
+        # travels as a ConfigMap the engine pods mount (modelplane/render/mock_engine_configmap.py).
         mock_engine=tuple(render_mock_engine_configmap(ns, cluster) for ns in used) if ships_mock_engine(spec) else (),
         caches=tuple(caches),
         replicas=tuple(replicas),

@@ -36,7 +36,7 @@ from modelplane.render.gateway import (
 )
 from modelplane.vocabulary import SYSTEM_NAMESPACE
 
-from .types import EdgePlan, SecretNeed
+from .cluster_plan import EdgePlan, SecretNeed
 
 GATEWAY_KEYS_CONFIG = "gatewayApiKeys"
 MIN_KEY_LENGTH = 16     # a key is only hashed (SHA-256), so it must be long enough not to be guessed

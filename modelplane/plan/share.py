@@ -31,7 +31,7 @@ from modelplane.routing import Credential, Endpoint, WeightedBackend
 from modelplane.scheduler import DeploymentPlacement, FleetPlacement
 
 from .build import PlanError, cluster_facts, fleet_routes_for, placed_by_cluster, plan_with_facts
-from .types import ClusterFacts, ClusterPlan
+from .cluster_plan import ClusterFacts, ClusterPlan
 
 SHARE_VERSION = 1
 SHARD_PREFIX = "shard-"

@@ -9,7 +9,7 @@ from modelplane.vocabulary import Manifest
 
 from .cache import render_cache
 from .meta import RenderError
-from .mock_engine import render_mock_engine_configmap, ships_mock_engine
+from .mock_engine_configmap import render_mock_engine_configmap, ships_mock_engine
 from .namespace import render_namespace, render_system_namespace
 from .replica import render_replica
 

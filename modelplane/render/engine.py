@@ -10,7 +10,7 @@ from modelplane.vocabulary import ENGINE_PORT, Manifest
 from .context import MemberContext
 from .env import injected_env, merge_env
 from .meta import CACHE_MOUNT, CLAIM_NAME
-from .mock_engine import mock_engine_mount, ships_mock_engine
+from .mock_engine_configmap import mock_engine_mount, ships_mock_engine
 
 DSHM_VOLUME = "dshm"
 # SGLang serves /metrics only when started with it (sgl-project/sglang python/sglang/srt/

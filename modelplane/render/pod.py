@@ -21,7 +21,7 @@ from .cache import wait_for_cache_container
 from .context import MemberContext
 from .engine import CACHE_VOLUME, DSHM_VOLUME, engine_container
 from .meta import CLAIM_NAME, KAI_SCHEDULER
-from .mock_engine import mock_engine_volume, ships_mock_engine
+from .mock_engine_configmap import mock_engine_volume, ships_mock_engine
 from .names import lws_name, podcliqueset_name, workload_name
 from .pd_router import BOOTSTRAP_ANNOTATION, bootstrap_port, sglang_pd
 

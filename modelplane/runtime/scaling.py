@@ -32,7 +32,7 @@ import httpx
 from modelplane.api import Fleet, ModelDeployment
 from modelplane.autoscale.engines import SERIES_NAMES, PodMetrics, ReplicaMetrics, replica_idle
 from modelplane.autoscale.exposition import Buckets, ExpositionError, collect, parse
-from modelplane.autoscale.placement import ScalingOutcome
+from modelplane.autoscale.scaled_placement import ScalingOutcome
 from modelplane.autoscale.scraped import ScrapedMetricsSource, histograms
 from modelplane.autoscale.state import Draining, ScalingState
 from modelplane.gateway.config import ServiceRoute

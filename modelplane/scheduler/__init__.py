@@ -49,8 +49,7 @@ from modelplane.gcpause import gc_paused
 from . import pipeline, plugins
 from .ledger import ACCOUNTING_MODES, DEFAULT_ACCOUNTING, Ledger, ObservedCapacity, ObservedPool
 from .matching import Matcher, MemberMatch
-from .shape import Outage, compile_classes, compile_deployment
-from .types import (
+from .placement_types import (
     Condition,
     DeploymentPlacement,
     EnginePlacement,
@@ -60,6 +59,7 @@ from .types import (
     ResolvedRequest,
     Unplaced,
 )
+from .shape import Outage, compile_classes, compile_deployment
 
 if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first needed (below)
     from modelplane.cel import SelectorCache

@@ -58,12 +58,12 @@ from .conditions import Condition
 from .growth import ScaleUp
 from .ledger import ChargeKey, Ledger, ObservedCapacity, Trial, Usage
 from .matching import Matcher
+from .placement_types import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedReplica, Unplaced
 from .policy import NO_POLICY, DeploymentPolicy
 from .policy_types import BudgetStatus, PolicyStatus
 from .queues import ClusterQueue, SkipList
 from .reasons import Reason, Refusal
 from .shape import ClusterView, DeploymentShape, Outage
-from .types import DeploymentPlacement, EnginePlacement, FleetPlacement, PlacedReplica, Unplaced
 
 T = TypeVar("T")
 Ident = tuple[str, int]                       # (cluster, index): a replica's identity

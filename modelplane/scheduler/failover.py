@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 from .conditions import failed_over
 from .cycle import Cycle, Key
+from .placement_types import Failover, FleetPlacement, PlacedReplica
 from .reasons import FAILED_OVER, Reason
 from .shape import Outage
-from .types import Failover, FleetPlacement, PlacedReplica
 
 __all__ = ["ASIDE", "Outage", "SetAside", "closed_clusters", "link", "set_aside"]
 

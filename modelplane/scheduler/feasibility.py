@@ -36,15 +36,15 @@ from dataclasses import dataclass, field, replace
 from modelplane.api import InferenceCluster
 from modelplane.words import counted
 
-from .budget import BudgetBook, book
 from .census import Census, Classes, ClassKey, remaining
 from .cycle import Binding, Cycle, DeploymentState, Filtered
+from .fleet_budgets import BudgetBook, book
 from .growth import Growth, ScaleUp, cluster_keys, fingerprint
 from .ledger import Ledger, ObservedCapacity, Trial
+from .placement_types import EnginePlacement, Unplaced
 from .policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility
 from .reasons import CAPACITY, NEVER, POLICY, Reason
 from .shape import ClusterView
-from .types import EnginePlacement, Unplaced
 
 MISSING = -1
 

@@ -29,10 +29,10 @@ from modelplane.naming import replica_name
 from . import unplaced
 from .cycle import Binding, Cycle, DeploymentState, Filtered, Key, Reservation
 from .ledger import Trial
+from .placement_types import PlacedReplica, Unplaced
 from .queues import ClusterQueue, SkipList
 from .reasons import REJECTED, Reason, Refusal
 from .shape import ClusterView
-from .types import PlacedReplica, Unplaced
 
 _REJECTED = Reason(REJECTED, "", "rejected")
 

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .ledger import DevicePool, NodePool, PoolKey, PoolState, Trial, Usage, fresh_nodes
+from .placement_types import EnginePlacement
 from .shape import ClusterView, PoolView
-from .types import EnginePlacement
 
 
 @dataclass

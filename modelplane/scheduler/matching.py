@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .placement_types import ResolvedRequest
 from .shape import ClassView, MemberShape
-from .types import ResolvedRequest
 
 if TYPE_CHECKING:  # annotations only: modelplane.cel is imported when first needed
     from modelplane.cel import SelectorCache

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .cycle import Key
+from .placement_types import PlacedReplica
 from .policy_types import Move
-from .types import PlacedReplica
 
 
 @dataclass

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 
 from modelplane.api import Fleet
 
-from . import budget, failover, feasibility, fill, ledger_stage, preferences, results, retain
+from . import failover, feasibility, fill, fleet_budgets, ledger_stage, preferences, results, retain
 from .cycle import Cycle, DeploymentState, Plugin
 from .ledger import ObservedCapacity
 from .matching import Matcher
+from .placement_types import FleetPlacement
 from .policy import compile_policy
 from .shape import Outage, compile_clusters, compile_deployment
-from .types import FleetPlacement
 
 
 @dataclass(frozen=True)
@@ -31,16 +31,16 @@ STAGES: tuple[Stage, ...] = (
     Stage("preferences: settle moves", preferences.settle),
     Stage("scale down", retain.scale_down),
     Stage("preferences: rejoin", preferences.rejoin),
-    Stage("budgets: trim kept", budget.trim_kept),
+    Stage("budgets: trim kept", fleet_budgets.trim_kept),
     Stage("ledger", ledger_stage.build),
     Stage("preferences: end broken moves", preferences.end_broken),
-    Stage("budgets: recharge kept", budget.recharge_kept),
+    Stage("budgets: recharge kept", fleet_budgets.recharge_kept),
     Stage("fill", fill.fill),
     Stage("preferences: move back", preferences.move_back),
     Stage("failover: link", failover.link),
     Stage("feasibility", feasibility.assess),
     Stage("results", results.build),
-    Stage("budgets: status", budget.report),
+    Stage("budgets: status", fleet_budgets.report),
 )
 
 

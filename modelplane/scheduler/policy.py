@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from modelplane.api import Fleet, ModelDeployment
-from modelplane.api.placement import FleetBudget
+from modelplane.api.placement_policy import FleetBudget
 from modelplane.vocabulary import CLUSTER_NAME_KEY
 
 from .shape import ClusterView, Labels, labels_of

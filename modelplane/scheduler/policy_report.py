@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from modelplane.json_types import JsonObject
 
-from .types import DeploymentPlacement, FleetPlacement, Unplaced
+from .placement_types import DeploymentPlacement, FleetPlacement, Unplaced
 
 
 def verdict(u: Unplaced) -> str:

@@ -25,11 +25,11 @@ from collections import Counter
 from .cycle import Binding, Cycle, DeploymentState
 from .fill import admit_reason, reserve, score_key
 from .moves import MOVES, Moves
+from .placement_types import PlacedReplica
 from .policy import Preferences
 from .policy_types import Move
 from .reasons import MOVED_BACK, Reason, resolve
 from .shape import ClusterView
-from .types import PlacedReplica
 
 
 def settle(cycle: Cycle) -> None:

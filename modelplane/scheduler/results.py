@@ -10,8 +10,8 @@ from __future__ import annotations
 from .conditions import in_order, replicas_scheduled
 from .cycle import Cycle, DeploymentState
 from .failover import ASIDE
+from .placement_types import DeploymentPlacement
 from .policy_types import PolicyStatus
-from .types import DeploymentPlacement
 
 
 def build(cycle: Cycle) -> None:

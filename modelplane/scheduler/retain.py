@@ -21,9 +21,9 @@ from modelplane.naming import replica_name
 
 from .cycle import Cycle, DeploymentState, Keeping
 from .moves import MOVES
+from .placement_types import DeploymentPlacement, EnginePlacement, PlacedReplica
 from .reasons import CLUSTER_GONE, DUPLICATE, MOVE_CANCELLED, PINS_CHANGED, SCALED_DOWN, Reason
 from .shape import DeploymentShape
-from .types import DeploymentPlacement, EnginePlacement, PlacedReplica
 
 
 def retain(cycle: Cycle) -> None:

@@ -20,8 +20,8 @@ KIND_EXAMPLE = REPO / "examples" / "kind"
 
 
 def _table_lines(placement: Any) -> list[str]:
-    """The placement table the program logs: `modelplane plan`'s (modelplane.scheduler.report)."""
-    from modelplane.scheduler.report import format_table
+    """The placement table the program logs: `modelplane plan`'s (modelplane.scheduler.placement_report)."""
+    from modelplane.scheduler.placement_report import format_table
 
     return [line.strip() for line in format_table(placement).splitlines() if line.strip()]
 

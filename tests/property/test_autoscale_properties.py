@@ -22,7 +22,7 @@ from modelplane.api import load_manifest_text
 from modelplane.api.replica_autoscaler import ReplicaAutoscaler
 from modelplane.autoscale import FileMetricsSource, History, MetricReading, Unreadable, decide
 from modelplane.autoscale import conditions as c
-from modelplane.autoscale.placement import decide_fleet, place_decisions
+from modelplane.autoscale.scaled_placement import decide_fleet, place_decisions
 from tests.manifests import cluster, deployment, fleet_budget, gpu_class, metric, pool, replica_autoscaler, to_yaml
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

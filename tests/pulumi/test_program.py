@@ -72,7 +72,7 @@ def test_render_stack_outputs_are_resolved(render):
 def test_render_stack_prints_the_placement_table(render):
     from modelplane.api import load_manifests
     from modelplane.scheduler import place_fleet
-    from modelplane.scheduler.report import format_table
+    from modelplane.scheduler.placement_report import format_table
 
     table = next(m for m in render.infos() if m.startswith("placement:"))
     assert "ml-team/chat: 1 of 1 replicas placed" in table and "eu-west" in table and "mock->gpu" in table

@@ -3,7 +3,7 @@ request per GPU group with its share of EFAs, under `matchAttribute:
 resource.kubernetes.io/pcieRoot`) is allocated by a real kube-scheduler's DRA allocator on an
 instance type whose GPUs share roots with EFAs, and stays Pending on one whose do not, which the
 fleet scheduler refuses first. The sim's nodes publish each type's real roots
-(modelplane.nodes.pcie_roots, modelplane.clouds.pcie)."""
+(modelplane.node_objects.pcie_roots, modelplane.clouds.pcie)."""
 
 from __future__ import annotations
 

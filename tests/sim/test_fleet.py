@@ -14,7 +14,7 @@ import pytest
 
 from modelplane.api import load_manifests
 from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, DRA_KUBELET_PLUGIN_TOLERATIONS
-from modelplane.nodes import cluster_nodes, device_classes, resource_slices
+from modelplane.node_objects import cluster_nodes, device_classes, resource_slices
 from sim import KubeClient, SimFleet, SimTools
 from sim.fleet import port_listening
 
@@ -96,7 +96,7 @@ def test_kind_fleet_up_status_down_through_the_cli(sim_tools: SimTools, tmp_path
 
 def test_eks_nodes_carry_the_node_group_profile_and_publish_nvidia_devices(
         aws_sim: tuple[SimFleet, dict[str, Path]], east: KubeClient) -> None:
-    """Nodes, slices and classes on the API server are exactly what modelplane.nodes derives: EKS
+    """Nodes, slices and classes on the API server are exactly what modelplane.node_objects derives: EKS
     node-group labels, the GPU taint, p5.48xlarge allocatable, 8 H100s at the usable 81559Mi; and
     the untainted system node of the system node group."""
     fleet = load_manifests(AWS)
@@ -250,7 +250,7 @@ def test_nvidia_dra_kubelet_plugin_node_affinity_matches_every_simulated_eks_and
     (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, deployments/helm/dra-driver-nvidia-gpu/values.yaml,
     `kubeletPlugin.affinity` and `kubeletPlugin.tolerations`, held in modelplane.clouds.nvidia).
     On simulated EKS (examples/aws) and GKE (examples/gcp) clusters, whose nodes carry exactly the
-    labels our node pools give real ones (modelplane.nodes on modelplane.clouds.nodes), a DaemonSet
+    labels our node pools give real ones (modelplane.node_objects on modelplane.clouds.nodes), a DaemonSet
     with that affinity and those tolerations gets a pod from the real DaemonSet controller and
     kube-scheduler on every GPU node, and none on the system node, which has no
     nvidia.com/gpu.present."""

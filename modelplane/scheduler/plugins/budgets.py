@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Self
 
-from modelplane.scheduler.budget import BudgetBook, book
 from modelplane.scheduler.conditions import Condition
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Reservation
+from modelplane.scheduler.fleet_budgets import BudgetBook, book
 from modelplane.scheduler.reasons import BUDGET_EXCEEDED, CAPACITY, Reason
 
 

@@ -40,6 +40,7 @@ from modelplane.scheduler.growth import Growth, ScaleUp, nodes_to_add, per_node_
 from modelplane.scheduler.ledger import DevicePool, Ledger, NodePool, PoolState, Trial, Usage, fresh_nodes
 from modelplane.scheduler.ledger_stage import add_zones
 from modelplane.scheduler.matching import Matcher, MemberMatch
+from modelplane.scheduler.placement_types import EnginePlacement
 from modelplane.scheduler.reasons import (
     CAPACITY,
     NEVER,
@@ -51,7 +52,6 @@ from modelplane.scheduler.reasons import (
     Refusal,
 )
 from modelplane.scheduler.shape import ClusterView, DeploymentShape, EngineShape
-from modelplane.scheduler.types import EnginePlacement
 
 from .device_fit import memo as fit_memo
 from .device_fit.fit import place_replica

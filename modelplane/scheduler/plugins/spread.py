@@ -23,11 +23,11 @@ from typing import Self
 
 from modelplane.scheduler.conditions import Condition, spread_satisfied
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Key, Reservation
+from modelplane.scheduler.placement_types import PlacedReplica
 from modelplane.scheduler.policy import SpreadRule
 from modelplane.scheduler.policy_types import PolicyStatus, SpreadStatus
 from modelplane.scheduler.reasons import POLICY, SPREAD_CONSTRAINT, Reason
 from modelplane.scheduler.shape import ClusterView
-from modelplane.scheduler.types import PlacedReplica
 
 
 @dataclass

@@ -16,11 +16,11 @@ from typing import Self
 from modelplane.scheduler.conditions import Condition, TierFacts, preferences_honored
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState
 from modelplane.scheduler.moves import MOVES, Moves
+from modelplane.scheduler.placement_types import PlacedReplica
 from modelplane.scheduler.policy import Preferences
 from modelplane.scheduler.policy_types import PolicyStatus
 from modelplane.scheduler.reasons import NOT_IN_ANY_TIER, POLICY, Reason
 from modelplane.scheduler.shape import ClusterView
-from modelplane.scheduler.types import PlacedReplica
 
 
 class Tiers(Binding):

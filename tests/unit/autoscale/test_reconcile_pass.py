@@ -20,9 +20,10 @@ from tests.manifests import cluster, deployment, gpu_class, pool, replica_autosc
 ROOT = Path(__file__).resolve().parents[3]
 # What only the pass may call: the pieces it composes.
 STEPS = {("modelplane.autoscale.loop", "scale_fleet"), ("modelplane.observe.place", "place_observed"),
-         ("modelplane.autoscale.placement", "decide_fleet"), ("modelplane.autoscale.placement", "place_decisions")}
+         ("modelplane.autoscale.scaled_placement", "decide_fleet"),
+         ("modelplane.autoscale.scaled_placement", "place_decisions")}
 CALLERS = ["providers/autoscale.py", "providers/observe.py", "providers/placement.py", "modelplane/commands/plan.py",
-           "modelplane/runtime/scaling.py", "modelplane/autoscale/report.py"]
+           "modelplane/runtime/scaling.py", "modelplane/autoscale/metrics_report.py"]
 
 
 def _imported(path: Path) -> set[tuple[str, str]]:

@@ -1,5 +1,5 @@
 """Kubernetes objects as the API returns them, for the observer's table tests: nodes and
-ResourceSlices from the sim's own rules (modelplane.nodes), claims and pods of ours or of
+ResourceSlices from the sim's own rules (modelplane.node_objects), claims and pods of ours or of
 another tenant, shaped as kube-controller-manager and kube-scheduler leave them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import copy
 from typing import Any
 
 from modelplane.api import Fleet
-from modelplane.nodes import cluster_nodes, resource_slices
+from modelplane.node_objects import cluster_nodes, resource_slices
 from modelplane.observe.read import ClusterRead
 from modelplane.render.meta import replica_labels
 

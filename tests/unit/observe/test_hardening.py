@@ -14,8 +14,8 @@ import pytest
 from modelplane.__main__ import main
 from modelplane.observe.capacity import fleet_capacity
 from modelplane.observe.health import ClusterHealth, FailoverSettings, assess, health_from_json, outages
+from modelplane.observe.observation_report import format_capacity, format_verification
 from modelplane.observe.read import Unreachable
-from modelplane.observe.report import format_capacity, format_verification
 from modelplane.observe.verify import verify
 from modelplane.redact import outside_text
 from modelplane.scheduler import place_fleet

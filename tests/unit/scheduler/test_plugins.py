@@ -18,6 +18,7 @@ from modelplane.scheduler import reasons as codes
 from modelplane.scheduler.cycle import Binding, Cycle, DeploymentState, Keeping, Reservation
 from modelplane.scheduler.ledger import Trial
 from modelplane.scheduler.matching import Matcher
+from modelplane.scheduler.placement_types import PlacedReplica
 from modelplane.scheduler.plugins import REGISTRY
 from modelplane.scheduler.plugins.budgets import Budgets
 from modelplane.scheduler.plugins.cache_staging import CacheStaging
@@ -28,7 +29,6 @@ from modelplane.scheduler.plugins.spread import Spread
 from modelplane.scheduler.plugins.spread_before_pack import SkipList, SpreadBeforePack
 from modelplane.scheduler.plugins.taints import Taints
 from modelplane.scheduler.plugins.tiers import Tiers
-from modelplane.scheduler.types import PlacedReplica
 
 from .helpers import (
     H100,
@@ -169,7 +169,7 @@ def test_filter_answers_are_shared_by_deployments_with_equal_keys() -> None:
 # -- keep (retain) ------------------------------------------------------------------
 
 def _kept(cycle: Cycle, cluster_name: str, pool_name: str = "p") -> Keeping:
-    from modelplane.scheduler.types import EnginePlacement
+    from modelplane.scheduler.placement_types import EnginePlacement
 
     rep = PlacedReplica("m-1", 0, cluster_name, {"main": EnginePlacement(pool_name, (pool_name,))})
     return Keeping(rep, cycle.clusters[cluster_name], 0)

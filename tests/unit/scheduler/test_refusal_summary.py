@@ -25,7 +25,6 @@ import pytest
 from modelplane.api import Fleet, load_documents, load_manifests
 from modelplane.cel import SelectorCache
 from modelplane.scheduler import EVERY_DEPLOYMENT, FleetPlacement, PlacementFormatError, pipeline, place_fleet, plugins
-from modelplane.scheduler.budget import book
 from modelplane.scheduler.cycle import Cycle, DeploymentState
 from modelplane.scheduler.feasibility import (
     Assessor,
@@ -35,6 +34,7 @@ from modelplane.scheduler.feasibility import (
     _some,
     pool_sizes,
 )
+from modelplane.scheduler.fleet_budgets import book
 from modelplane.scheduler.ledger import Trial
 from modelplane.scheduler.matching import Matcher
 from modelplane.scheduler.policy_types import BLOCKED, FITS_AFTER_SCALE_UP, NOT_FEASIBLE, Feasibility

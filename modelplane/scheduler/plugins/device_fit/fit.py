@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from modelplane.scheduler.growth import ScaleUp
 from modelplane.scheduler.ledger import ChargeKey, Ledger, Trial, Usage
 from modelplane.scheduler.matching import Matcher, MemberMatch, NoMatch
+from modelplane.scheduler.placement_types import EnginePlacement, ResolvedRequest
 from modelplane.scheduler.reasons import CAPACITY, INSUFFICIENT_CAPACITY, NEVER, NO_POOL_FITS, PINS_CHANGED, Reason
 from modelplane.scheduler.shape import ClusterView, DeploymentShape, EngineShape, MemberShape, PoolView
-from modelplane.scheduler.types import EnginePlacement, ResolvedRequest
 
 from .alignment import aligned
 

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 
 from modelplane.json_types import JsonObject
 from modelplane.scheduler import FleetPlacement
-from modelplane.scheduler.report import format_table
+from modelplane.scheduler.placement_report import format_table
 
-from .placement import ScalingOutcome
+from .scaled_placement import ScalingOutcome
 
 AUTOSCALING_KEY = "autoscaling"
 

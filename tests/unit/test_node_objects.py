@@ -1,4 +1,4 @@
-"""modelplane.nodes: the labels, taints and DRA devices a real node of each cluster source has
+"""modelplane.node_objects: the labels, taints and DRA devices a real node of each cluster source has
 (the profiles the simulated clusters publish; docs/sim.md cites where each comes from)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from modelplane.api import load_manifest_text, load_manifests
 from modelplane.clouds.nodes import SYSTEM_POOL_LABELS, provisioned_node_labels
-from modelplane.nodes import GPU_TAINT, cluster_nodes, device_classes, published_devices, resource_slices
+from modelplane.node_objects import GPU_TAINT, cluster_nodes, device_classes, published_devices, resource_slices
 
 REPO = Path(__file__).resolve().parents[2]
 POOL = "modelplane.ai/pool"
@@ -302,7 +302,7 @@ def test_the_sim_publishes_the_pcie_roots_the_instance_type_really_has(instance:
     of four roots, g6e.48xlarge no GPU under any EFA's root. The sim's nodes publish exactly those
     (the allocator refuses a device without the attribute, so it decides whether an aligned claim
     can be allocated at all), never a topology derived from the counts the class declares."""
-    from modelplane.nodes import pcie_roots
+    from modelplane.node_objects import pcie_roots
 
     cls = load_manifest_text(f"""
 apiVersion: modelplane.ai/v1alpha1

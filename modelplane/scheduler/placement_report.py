@@ -10,8 +10,8 @@ from modelplane.json_types import JsonObject
 
 from . import policy_report
 from .ledger import DEFAULT_ACCOUNTING
+from .placement_types import DeploymentPlacement, FleetPlacement, PlacedReplica
 from .refusals import refusal_lines
-from .types import DeploymentPlacement, FleetPlacement, PlacedReplica
 
 
 def _engines(replica: PlacedReplica) -> str:

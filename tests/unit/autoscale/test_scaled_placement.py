@@ -8,7 +8,7 @@ from __future__ import annotations
 from modelplane.api import load_manifest_text
 from modelplane.autoscale import FileMetricsSource, History
 from modelplane.autoscale import conditions as c
-from modelplane.autoscale.placement import current_replicas, decide_fleet, place_decisions, scaled_fleet
+from modelplane.autoscale.scaled_placement import current_replicas, decide_fleet, place_decisions, scaled_fleet
 from modelplane.scheduler import place_fleet
 from tests.manifests import (
     cluster,

@@ -24,12 +24,12 @@ from .conditions import Condition, budget_status, within_budgets
 from .cycle import Cycle, DeploymentState, Key
 from .matching import Matcher, MemberMatch
 from .moves import MOVES
+from .placement_types import EnginePlacement, PlacedReplica
 from .policy import BudgetRule, budget_rules
 from .policy_types import BudgetStatus
 from .reasons import OVER_BUDGET, Reason
 from .retain import tier_rank
 from .shape import ClusterView, DeploymentShape
-from .types import EnginePlacement, PlacedReplica
 
 
 @dataclass

@@ -140,7 +140,7 @@ def test_19_10_previous_numbers_out_of_range_are_errors_naming_the_file_and_fiel
 
 
 def test_19_10_the_largest_index_a_plan_can_write_reads_back():
-    from modelplane.scheduler.types import MAX_REPLICA_INDEX
+    from modelplane.scheduler.placement_types import MAX_REPLICA_INDEX
 
     doc = {"deployments": [{"namespace": "default", "name": "m", "replicas": [
         {"name": "m-1", "index": MAX_REPLICA_INDEX, "cluster": "a", "engines": {"main": {"pool": "p1"}}}]}]}
