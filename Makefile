@@ -1,6 +1,9 @@
 # Two entry points: `make run` (the main job on the local default) and `make test`.
 PY := .venv/bin/python
 STAMP := .venv/.installed
+# pytest-xdist workers for `make test` and `make unit` (docs/ci.md: 2 vs 3 measured on 2 cores).
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 # Once per clone (and again when pyproject.toml changes): a few minutes of downloads, so pip
 # says what it fetches instead of staying silent.
@@ -45,7 +48,9 @@ lint: $(STAMP)
 # The fast loop while editing: unit and property tests only (no real processes, no engine,
 # no sim), a couple of minutes. `make test` runs these and everything else.
 unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/property -q
+	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit tests/property -q
 
+# The whole suite on TEST_WORKERS xdist workers (tests/parallel.py groups the modules that share
+# processes), then the 25 slowest tests.
 test: $(STAMP) lint tools
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL) --durations=25
