@@ -12,4 +12,4 @@ family; the counter is per interpreter in 3.11)."""
 
 import hypothesis  # noqa: F401  (see above)
 
-pytest_plugins = ["tests.signals", "tests.parallel", "tests.loud_skip"]
+pytest_plugins = ["tests.signals", "tests.parallel", "tests.loud_skip", "tests.phases"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -83,3 +84,19 @@ def test_the_controller_prints_the_workers_loud_skips_once(tmp_path: Path) -> No
     assert run.stdout.count("tests/sim SKIPPED: no real control plane was exercised") == 1, run.stdout
     assert run.stdout.count("\nSIMULATED CLUSTERS NOT AVAILABLE, sim test NOT RUN: no such tool\n") == 1, run.stdout
     assert "4 skipped" in run.stdout, run.stdout
+
+
+def test_each_test_directory_is_one_row_of_the_phase_table_written_by_the_controller_alone(tmp_path: Path) -> None:
+    """tests/phases.py under `-n 2`: the workers write nothing; the controller one row per directory."""
+    _suite(tmp_path)
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel", "tests.loud_skip", "tests.phases"]\n')
+    rows = tmp_path / "rows"
+    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                          "-n", "2", "--dist", "loadgroup"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                         env={**env, "PYTHONPATH": str(REPO), "MODELPLANE_PHASES": str(rows)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    got = {r["phase"]: r for r in map(json.loads, rows.read_text().splitlines())}
+    assert set(got) == {"pytest: tests/sim", "pytest: tests/engine", "pytest: tests/unit"}, got
+    assert got["pytest: tests/sim"]["tests"] == 10 and got["pytest: tests/unit"]["tests"] == 4, got
+    assert all(r["seconds"] >= 0 and r["busy_s"] >= 0 for r in got.values())
