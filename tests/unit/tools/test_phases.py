@@ -137,3 +137,13 @@ def test_bad_usage_is_a_message_not_a_traceback(tmp_path: Path, argv: list[str])
     assert run.returncode == 2
     assert run.stderr.startswith("phases: ")
     assert "Traceback" not in run.stderr
+
+
+def test_the_command_gets_ctrl_c_as_usual(tmp_path: Path) -> None:
+    """phases itself sits out SIGINT, but the command it runs (pytest and what pytest starts) must
+    not inherit an ignored SIGINT: Ctrl-C would then reach nobody."""
+    check = "import signal; print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)"
+    run = phases(tmp_path / "rows", "run", "x", "--", sys.executable, "-c", check)
+    assert run.stdout.strip() == "True", run.stdout + run.stderr
+    run = phases(tmp_path / "rows", "memory", "--", sys.executable, "-c", check)
+    assert run.stdout.strip() == "True", run.stdout + run.stderr
