@@ -16,9 +16,15 @@ REPO = Path(__file__).resolve().parents[3]
 PHASES = REPO / "scripts" / "phases"
 
 
+def _default_sigint() -> None:
+    # A run started in the background by a non-interactive shell inherits SIGINT ignored; phases
+    # is started as a terminal would start it, so what the test sees is phases' own doing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def phases(rows: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(PHASES), *args], env={**os.environ, "MODELPLANE_PHASES": str(rows)},
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=_default_sigint)
 
 
 def test_run_records_the_wall_time_and_passes_the_exit_status_on(tmp_path: Path) -> None:
