@@ -1,6 +1,12 @@
 # Two entry points: `make run` (the main job on the local default) and `make test`.
 PY := .venv/bin/python
 STAMP := .venv/.installed
+# pytest-xdist workers for `make test` and `make unit` (docs/ci.md: 2 vs 3 measured on 2 cores).
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+# With MODELPLANE_PHASES set (.ci/run sets it), each step's wall time becomes a row of CI's phase
+# table (scripts/phases); otherwise the commands run as they are.
+PHASE = $(if $(MODELPLANE_PHASES),scripts/phases run '$(1)' --,)
 
 # Once per clone (and again when pyproject.toml changes): a few minutes of downloads, so pip
 # says what it fetches instead of staying silent.
@@ -26,7 +32,7 @@ run: $(STAMP)
 # If they cannot be built, those tests skip with the reason, and this says so loudly
 # instead of failing the rest.
 tools: $(STAMP)
-	@scripts/bootstrap-tools || { \
+	@$(call PHASE,tools) scripts/bootstrap-tools || { \
 	  echo; \
 	  echo '!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!'; \
 	  echo '!!! Some real-engine or sim tools could not be built on this machine.      !!!'; \
@@ -39,13 +45,15 @@ tools: $(STAMP)
 # strict on modelplane/): any finding fails `make test`, so CI fails on it. mypy's
 # incremental cache (.mypy_cache/, ignored by git) keeps a re-run to seconds.
 lint: $(STAMP)
-	.venv/bin/ruff check .
-	$(PY) -m mypy
+	$(call PHASE,lint: ruff) .venv/bin/ruff check .
+	$(call PHASE,lint: mypy) $(PY) -m mypy
 
 # The fast loop while editing: unit and property tests only (no real processes, no engine,
 # no sim), a couple of minutes. `make test` runs these and everything else.
 unit: $(STAMP)
-	$(PY) -m pytest tests/unit tests/property -q
+	$(PY) -m pytest $(PYTEST_PARALLEL) tests/unit tests/property -q
 
+# The whole suite on TEST_WORKERS xdist workers (tests/parallel.py groups the modules that share
+# processes), then the 25 slowest tests.
 test: $(STAMP) lint tools
-	$(PY) -m pytest
+	$(call PHASE,pytest) $(PY) -m pytest $(PYTEST_PARALLEL) --durations=25

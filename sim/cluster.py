@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import ssl
 from collections.abc import Callable
@@ -37,6 +38,32 @@ LWS_NAMESPACE = "lws-system"
 LWS_POD_SELECTOR = {"matchExpressions": [{"key": "leaderworkerset.sigs.k8s.io/name", "operator": "Exists"}]}
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 PORT_ROLES = ("etcd", "etcd_peer", "apiserver", "controller_manager", "scheduler", "kwok", "lws")
+
+# The Go runtime's memory settings for every process of a cluster (docs/ci.md#memory: a cluster's
+# PSS with and without them). GOGC below the default 100 collects before the heap doubles;
+# GOMEMLIMIT is a soft ceiling per process, well above what each holds live in the tests, so the
+# collector works harder only near it. A value already in the environment wins;
+# MODELPLANE_SIM_GO_MEMORY=default leaves the Go defaults (to measure against).
+GO_MEMORY: dict[str, dict[str, str]] = {
+    "etcd": {"GOGC": "50", "GOMEMLIMIT": "128MiB"},
+    "kube-apiserver": {"GOGC": "50", "GOMEMLIMIT": "320MiB"},
+    "kube-controller-manager": {"GOGC": "50", "GOMEMLIMIT": "96MiB"},
+    "kube-scheduler": {"GOGC": "50", "GOMEMLIMIT": "64MiB"},
+    "kwok": {"GOGC": "50", "GOMEMLIMIT": "64MiB"},
+    "lws-controller": {"GOGC": "50", "GOMEMLIMIT": "64MiB"},
+}
+
+
+# No watch cache: a few clusters of a few nodes gain nothing from a cache of every resource kind,
+# and it was the largest share of an API server's heap (docs/ci.md#memory). Lists and watches are
+# then served from etcd (still consistent: the API server reads etcd with quorum reads).
+APISERVER_MEMORY_FLAGS = ["--watch-cache=false"]
+
+
+def go_memory_env(name: str) -> dict[str, str]:
+    if os.environ.get("MODELPLANE_SIM_GO_MEMORY") == "default":
+        return {}
+    return {k: v for k, v in GO_MEMORY.get(name, {}).items() if k not in os.environ}
 
 
 @dataclass
@@ -75,7 +102,7 @@ class SimCluster:
     # ------------------------------------------------------------------ processes
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
-        proc = spawn(name, argv, self.dir / "logs" / f"{name}.log", env)
+        proc = spawn(name, argv, self.dir / "logs" / f"{name}.log", {**go_memory_env(name), **(env or {})})
         self.procs.append(proc)
         self.on_start(self, proc)
         return proc
@@ -127,7 +154,7 @@ class SimCluster:
             "--authorization-mode", "RBAC", "--service-cluster-ip-range", SERVICE_CIDR, "--allow-privileged=true",
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--service-account-key-file", str(self.sa_pub), "--service-account-signing-key-file", str(self.sa_key),
-            "--endpoint-reconciler-type", "none", "--enable-priority-and-fairness=false"])
+            "--endpoint-reconciler-type", "none", "--enable-priority-and-fairness=false", *APISERVER_MEMORY_FLAGS])
 
     @property
     def ca_file(self) -> Path:

@@ -41,6 +41,7 @@ from modelplane.processes import HANDLED_SIGNALS, handling, signal_name
 
 from .cluster import LOOPBACK, PORT_ROLES, ClusterPorts, SimCluster
 from .errors import SimError
+from .ports import reserve_ports
 from .process import Proc, stop
 from .state import MARKER, STATE_FILE, check_directory, is_ours, read_state
 from .tools import BUILD_HINT, SimTools, find_tools
@@ -101,17 +102,9 @@ def port_listening(port: int) -> bool:
 
 
 def free_ports(count: int) -> list[int]:
-    """`count` distinct ports the kernel says are free now (all held open together while choosing)."""
-    socks = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((LOOPBACK, 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """`count` distinct free ports, reserved in the per-user ledger (sim/ports.py) so that no other
+    process (another xdist worker, another `sim up`) is handed them before our servers bind them."""
+    return reserve_ports(count, port_free)
 
 
 def assign_ports(names: list[str], first_port: int | None) -> dict[str, ClusterPorts]:

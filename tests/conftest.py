@@ -1,4 +1,6 @@
-"""Every test run: SIGTERM and SIGHUP tear fixtures down as Ctrl-C does (tests/signals.py).
+"""Every test run: SIGTERM and SIGHUP tear fixtures down as Ctrl-C does, also under xdist
+(tests/signals.py); xdist groups and the slowest modules first (tests/parallel.py); the wall
+span of each test directory for CI's phase table (tests/phases.py).
 
 hypothesis is imported here, at collection, not first by its pytest plugin's terminal summary
 at the end of a run that never used it (`pytest tests/pulumi`). That late import goes through
@@ -10,4 +12,4 @@ family; the counter is per interpreter in 3.11)."""
 
 import hypothesis  # noqa: F401  (see above)
 
-from tests.signals import pytest_configure as pytest_configure
+pytest_plugins = ["tests.signals", "tests.parallel", "tests.loud_skip", "tests.phases"]

@@ -79,3 +79,77 @@ def test_a_stopping_signal_tears_the_fixtures_down(tmp_path: Path, sig: signal.S
         if child is None and (tmp_path / "CHILD").exists():
             child = int((tmp_path / "CHILD").read_text())
         _stop(run, child)
+
+
+XDIST_SUITE = '''
+import os, subprocess, sys, time
+import pytest
+
+@pytest.fixture
+def child(tmp_path_factory):
+    # Like a sim control plane: its own session, so only the worker's teardown can stop it.
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+    name = os.environ["PYTEST_XDIST_WORKER"]
+    open(f"CHILD-{name}", "w").write(str(proc.pid))
+    yield proc
+    time.sleep(12)  # longer than xdist gives a worker to exit (10 s): `sim down` of a fleet can take that
+    proc.terminate()
+    proc.wait()
+    open(f"TORN_DOWN-{name}", "w").write("yes")
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_waits(child, n):
+    time.sleep(600)
+'''
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stopping_signal_to_the_xdist_controller_tears_every_workers_fixtures_down(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    """`make test` runs `pytest -n N`: the signal reaches the controller, the fixtures (and the
+    processes they started) live in the workers. Each worker's fixture starts a child in its own
+    session; after the signal every worker's teardown has run and no child, no worker survives."""
+    (tmp_path / "test_waits.py").write_text(XDIST_SUITE)
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-n", "2", "-p", "tests.signals",
+                            "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(tmp_path / "test_waits.py")],
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, start_new_session=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 200
+        while len(list(tmp_path.glob("CHILD-*"))) < 2:
+            if run.poll() is not None:
+                pytest.fail(f"the inner run ended before both tests started: {run.communicate()[0]}")
+            if time.monotonic() > deadline:
+                pytest.fail("the inner run's two workers did not start their tests within 200 s")
+            time.sleep(0.05)
+        time.sleep(0.2)  # both pid files are complete (written in one call each)
+        children = [int(f.read_text()) for f in tmp_path.glob("CHILD-*")]
+        workers = _descendants(run.pid)
+        run.send_signal(sig)
+        out, _ = run.communicate(timeout=150)
+        assert sorted(f.name for f in tmp_path.glob("TORN_DOWN-*")) == ["TORN_DOWN-gw0", "TORN_DOWN-gw1"], out
+        assert [pid for pid in children + workers if _alive(pid)] == [], out
+        assert run.returncode == pytest.ExitCode.INTERRUPTED, out
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        for pid in children:
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _descendants(pid: int) -> list[int]:
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                kids = [int(k) for k in (task / "children").read_text().split()]
+            except OSError:
+                continue
+            found += kids
+            todo += kids
+    return found

@@ -1,0 +1,102 @@
+"""`make test` under pytest-xdist (tests/parallel.py, tests/loud_skip.py): a real `pytest -n 2
+--dist loadgroup` run of a small suite laid out like the repository's."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+CONFTEST = '''
+pytest_plugins = ["tests.parallel", "tests.loud_skip"]
+'''
+# The repository's own loud skips (tests/sim/conftest.py's), raised in the workers.
+SIM_CONFTEST = '''
+import pytest
+from tests.sim.conftest import SKIPS
+
+@pytest.fixture
+def tool():
+    SKIPS.skip("no such tool")
+'''
+MODULE = '''
+import pytest
+
+@pytest.mark.parametrize("n", range(4))
+def test_one(n):
+    pass
+
+def test_needs_the_tool(tool):
+    pass
+'''
+
+
+def _suite(root: Path) -> None:
+    (root / "conftest.py").write_text(CONFTEST)
+    for d in ("tests/sim", "tests/engine", "tests/unit"):
+        (root / d).mkdir(parents=True)
+    (root / "tests/sim/conftest.py").write_text(SIM_CONFTEST)
+    (root / "tests/engine/conftest.py").write_text(SIM_CONFTEST)
+    for module in ("tests/sim/test_a.py", "tests/sim/test_stack.py", "tests/engine/test_e.py",
+                   "tests/engine/test_f.py", "tests/unit/test_u.py"):
+        (root / module).write_text(MODULE if "/unit/" not in module else MODULE.split("def test_needs")[0])
+
+
+def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(root), *args],
+                          cwd=root, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=240)
+
+
+def test_each_module_runs_on_one_worker_and_every_sim_module_on_the_same_one(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    run = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "-v")
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+    workers: dict[str, set[str]] = {}
+    for worker, module in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (tests/\w+/test_\w+\.py)", out):
+        workers.setdefault(module, set()).add(worker)
+    assert set(workers) == {"tests/sim/test_a.py", "tests/sim/test_stack.py", "tests/engine/test_e.py",
+                            "tests/engine/test_f.py", "tests/unit/test_u.py"}, out
+    grouped = {m: w for m, w in workers.items() if not m.startswith("tests/unit/")}
+    assert all(len(w) == 1 for w in grouped.values()), grouped
+    assert workers["tests/sim/test_a.py"] == workers["tests/sim/test_stack.py"], workers
+
+
+def test_the_slowest_module_is_collected_first_and_the_rest_keep_their_order(tmp_path: Path) -> None:
+    _suite(tmp_path)
+    run = _pytest(tmp_path, "--collect-only", "-q")
+    modules = list(dict.fromkeys(line.split("::")[0] for line in run.stdout.splitlines() if "::" in line))
+    assert modules == ["tests/sim/test_stack.py", "tests/engine/test_e.py", "tests/engine/test_f.py",
+                       "tests/sim/test_a.py", "tests/unit/test_u.py"], run.stdout
+
+
+def test_the_controller_prints_the_workers_loud_skips_once(tmp_path: Path) -> None:
+    """The skips happen in the workers; the red summary is the controller's, one line per reason."""
+    _suite(tmp_path)
+    run = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.count("tests/sim SKIPPED: no real control plane was exercised") == 1, run.stdout
+    assert run.stdout.count("\nSIMULATED CLUSTERS NOT AVAILABLE, sim test NOT RUN: no such tool\n") == 1, run.stdout
+    assert "4 skipped" in run.stdout, run.stdout
+
+
+def test_each_test_directory_is_one_row_of_the_phase_table_written_by_the_controller_alone(tmp_path: Path) -> None:
+    """tests/phases.py under `-n 2`: the workers write nothing; the controller one row per directory."""
+    _suite(tmp_path)
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel", "tests.loud_skip", "tests.phases"]\n')
+    rows = tmp_path / "rows"
+    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                          "-n", "2", "--dist", "loadgroup"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                         env={**env, "PYTHONPATH": str(REPO), "MODELPLANE_PHASES": str(rows)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    got = {r["phase"]: r for r in map(json.loads, rows.read_text().splitlines())}
+    assert set(got) == {"pytest: tests/sim", "pytest: tests/engine", "pytest: tests/unit"}, got
+    assert got["pytest: tests/sim"]["tests"] == 10 and got["pytest: tests/unit"]["tests"] == 4, got
+    assert all(r["seconds"] >= 0 and r["busy_s"] >= 0 for r in got.values())
