@@ -46,6 +46,7 @@ class SimResult:
     queries: int = 0
     hits: int = 0
     summary_bytes: int = 0
+    summaries: int = 0
     summaries_refused: int = 0
     clusters: int = 1
     duration_s: float = 0.0
@@ -85,6 +86,7 @@ class SimResult:
             "prefix_cache_queries": self.queries, "prefix_cache_hits": self.hits,
             "cluster_shares": dict(self.shares(0)), "replica_shares": dict(self.shares(1)),
             "summary_bytes_per_cluster_per_s": self.summary_bytes_per_cluster_s,
+            "summary_bytes_each": self.summary_bytes / self.summaries if self.summaries else 0.0,
             "summaries_refused": self.summaries_refused, "decisions": dict(self.decisions),
         }
 
@@ -194,6 +196,7 @@ def simulate(trace: Sequence[TraceRequest], fleet: FleetState, router: Router | 
         result.queries += rep.queries
         result.hits += rep.hits
     result.summary_bytes = fleet.summary_bytes
+    result.summaries = fleet.summaries_published
     result.summaries_refused = fleet.summaries_refused
     result.duration_s = max(result.last_finish_s - result.first_arrival_s, 0.0)
     result.decisions = dict(getattr(chosen, "decisions", {}))
