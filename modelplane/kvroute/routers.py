@@ -25,8 +25,8 @@ from modelplane.kvroute.summary import is_stale, mix64
 from modelplane.kvroute.trace import TraceRequest
 
 KEY_BLOCKS = 2          # a conversation's key: its first two blocks (the first is the shared system prompt)
-SHARE_WINDOW = 1000     # requests over which a cluster's share is measured
-SHARE_SLACK = 0.005     # a cluster is over its share past its weight + 0.5 percentage point
+SHARE_WINDOW = 5000     # requests over which a cluster's share is measured
+SHARE_SLACK = 0.004     # a cluster is over its share past its weight + 0.4 percentage point
 LOST_COOLDOWN_S = 10.0  # a cluster that refused a connection is tried again after this
 BUSY_COOLDOWN_S = 1.0   # a cluster that answered 429 (its Retry-After)
 LOAD_BOUND = 0.25       # a new prefix skips a cluster whose backlog is past (1 + this) x the mean...
@@ -190,7 +190,9 @@ class CacheAware:
       usable clusters' weights: over many prefixes each cluster gets its weight's share;
     * a cluster's share is measured over the last SHARE_WINDOW requests this router placed; a cluster is
       over its share past weight / total + SHARE_SLACK, and is then skipped (known and new alike) until
-      it is not; usable = weight > 0, not refusing (a 503 keeps it out LOST_COOLDOWN_S, a 429
+      it is not (the long window leaves a cluster holding a prefix free to take a burst of it; the
+      slack, under a percentage point, keeps a 90/10 split within one point);
+    * usable = weight > 0, not refusing (a 503 keeps it out LOST_COOLDOWN_S, a 429
       BUSY_COOLDOWN_S), not excluded by the caller's retry; a stale summary (older than MAX_AGE_S) counts
       as holding nothing.
     """
@@ -215,7 +217,7 @@ class CacheAware:
 
     def over_share(self, cluster: Cluster, total_weight: float) -> bool:
         n = len(self.window)
-        if n < 100:
+        if n < 50:
             return False
         return self.counts[cluster.name] / n > cluster.weight / total_weight + self.share_slack
 
