@@ -24,18 +24,25 @@ still computes its last token)."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from modelplane.kvroute.trace import BLOCK_TOKENS
+# The cache, the hit rule and the constants live in the mock engine, which runs alone in a pod and
+# can import nothing of ours: the live engine and the simulator share one model (docs/kv-routing.md).
+from modelplane.mock_engine import (
+    BLOCK_TOKENS,
+    DECODE_S_PER_TOKEN,
+    KV_CAPACITY_BLOCKS,
+    PREFILL_S_PER_TOKEN,
+    KVCache,
+    hit_tokens,
+)
 
 
 @dataclass(frozen=True)
 class EngineProfile:
-    prefill_s_per_token: float = 45e-6     # 62.1 ms / 1,369 tokens (Lambda, 1xH100, Llama-3-8B)
-    decode_s_per_token: float = 7.5e-3     # median TPOT 7.50 ms (same run)
-    kv_capacity_blocks: int = 860          # 54 GiB / 64 MiB a block (Llama-3-8B on an H100)
+    prefill_s_per_token: float = PREFILL_S_PER_TOKEN     # 62.1 ms / 1,369 tokens (Lambda, 1xH100, Llama-3-8B)
+    decode_s_per_token: float = DECODE_S_PER_TOKEN       # median TPOT 7.50 ms (same run)
+    kv_capacity_blocks: int = KV_CAPACITY_BLOCKS         # 54 GiB / 64 MiB a block (Llama-3-8B on an H100)
     block_tokens: int = BLOCK_TOKENS
     max_num_seqs: int = 256                # vLLM's default batch limit
 
@@ -52,59 +59,6 @@ class EngineProfile:
     def prefill_seconds(self, uncached_tokens: int) -> float:
         """A prefill's time: its uncached tokens and the step that yields the first token."""
         return uncached_tokens * self.prefill_s_per_token + self.decode_s_per_token
-
-
-class KVCache:
-    """Blocks held, least recently used first; at most `capacity` (the oldest go first).
-    `on_add`/`on_evict` see each block that comes or goes (a cluster's summary keeps count)."""
-
-    def __init__(self, capacity: int, on_add: Callable[[int], None] | None = None,
-                 on_evict: Callable[[int], None] | None = None) -> None:
-        self.capacity = capacity
-        self.blocks: OrderedDict[int, None] = OrderedDict()
-        self._on_add = on_add
-        self._on_evict = on_evict
-
-    def __len__(self) -> int:
-        return len(self.blocks)
-
-    def __contains__(self, block: int) -> bool:
-        return block in self.blocks
-
-    def prefix(self, blocks: Sequence[int]) -> int:
-        """How many of `blocks`, from the first, are held (a prefix cache reuses a prefix only)."""
-        held = self.blocks
-        n = 0
-        for b in blocks:
-            if b not in held:
-                break
-            n += 1
-        return n
-
-    def touch(self, blocks: Sequence[int]) -> None:
-        """Hold `blocks` as the most recently used, evicting the least recently used past capacity."""
-        held = self.blocks
-        for b in blocks:
-            if b in held:
-                held.move_to_end(b)
-            else:
-                held[b] = None
-                if self._on_add is not None:
-                    self._on_add(b)
-        while len(held) > self.capacity:
-            gone, _ = held.popitem(last=False)
-            if self._on_evict is not None:
-                self._on_evict(gone)
-
-    @property
-    def usage(self) -> float:
-        return len(self.blocks) / self.capacity
-
-
-def hit_tokens(matched_blocks: int, input_tokens: int, block_tokens: int) -> int:
-    """Tokens a prefix hit of `matched_blocks` saves: never the prompt's last token (vLLM computes
-    it again to yield the first output token)."""
-    return max(0, min(matched_blocks * block_tokens, input_tokens - 1))
 
 
 __all__ = ["EngineProfile", "KVCache", "hit_tokens"]
