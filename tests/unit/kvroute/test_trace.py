@@ -49,6 +49,8 @@ def test_limit_stops_reading(tmp_path: Path) -> None:
     ('{"timestamp": 0, "input_length": 10, "hash_ids": [0]}', "field output_length is missing"),
     ('{"timestamp": 10000000000000000000000000000000, "input_length": 10, "output_length": 1, "hash_ids": [0]}',
      "field timestamp is huge"),
+    ('{"timestamp": 1e400, "input_length": 10, "output_length": 1, "hash_ids": [0]}', "fraction or exponent"),
+    ('{"timestamp": ' + "9" * 5000 + ', "input_length": 10, "output_length": 1, "hash_ids": [0]}', "too long"),
     ('[1, 2]', "a JSON object"),
     ('{"timestamp": 0', "not valid JSON"),
 ])
