@@ -173,8 +173,11 @@ def best_replica(cluster: Cluster, request: TraceRequest) -> Replica:
     """The workload gateway's pick inside a cluster (llm-d's precise prefix scorer with its queue scorer,
     in one unit): the replica with the least predicted time to first token: its prefill backlog plus
     the prefill of the blocks its cache lacks (an exact index of the cluster's replicas, from their
-    KV events)."""
-    return min(cluster.replicas, key=lambda r: r.predicted_ttft(request))
+    KV events). A prompt no replica holds any of goes, among the least predicted, to the replica holding
+    fewer blocks (llm-d's KV-cache utilization scorer); any other tie to the first."""
+    def score(r: Replica) -> tuple[float, int]:
+        return r.predicted_ttft(request), (len(r.cache) if r.cache.prefix(request.blocks[:1]) == 0 else 0)
+    return min(cluster.replicas, key=score)
 
 
 class CacheAware:

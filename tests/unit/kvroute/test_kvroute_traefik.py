@@ -1,0 +1,83 @@
+"""The kvroute plugin (gateway-plugins/src/modelplane.local/kvroute, Go interpreted by Traefik's Yaegi)
+on the real data path of one workload gateway: real Traefik, two live mock engines with the KV model,
+a short replay sent through it one request at a time. The plugin must pick the replica the simulator's
+best_replica picks (issue 29 asks >= 95% of the decisions; one at a time they should all agree), and
+the engines must count the hits the simulator counts. One at a time no replica has a backlog, so the
+choice is the overlap's, and a new conversation's the tie-break's (the replica holding fewer blocks):
+the conversations here share no first block, or every one would follow the first.
+
+The generated gateway configuration does not load the plugin yet (modelplane/gateway/config.py's
+static `experimental` block names callerauth only): this test adds it to the static configuration
+itself. Traefik's local plugins: doc.traefik.io/traefik/plugins/ ("experimental.localPlugins", the
+sources under ./plugins-local/src/<moduleName>)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from modelplane import mock_engine
+from modelplane.autoscale.exposition import parse
+from modelplane.gateway import config as gateway_config
+from modelplane.gateway.process import Engine, Traefik
+from modelplane.gateway.security import plugin_static
+from modelplane.kvroute.engine import EngineProfile
+from modelplane.kvroute.sim import build_fleet, simulate
+from modelplane.kvroute.trace import TraceRequest
+from tests.unit.kvroute.traces import conversations
+
+pytestmark = pytest.mark.integration
+
+KV_PLUGIN = "modelplane-kvroute"
+KV_MODULE = "modelplane.local/kvroute"
+BLOCKS = 40
+
+
+def with_kvroute() -> dict[str, object]:
+    static = plugin_static()
+    static["localPlugins"][KV_PLUGIN] = {"moduleName": KV_MODULE}   # type: ignore[index]
+    return static
+
+
+def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
+    trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
+             for i, r in enumerate(conversations(200, conversations=20, blocks_per_turn=2,
+                                                  shared_root=False))]
+    engines = [Engine(f"r{i}", tmp_path, deployment="chat",
+                      extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"]) for i in range(2)]
+    traefik = Traefik("gw", tmp_path, plugins=True)
+    try:
+        for e in engines:
+            e.wait_ready()
+        traefik.wait_ready()
+        traefik.apply({"http": {
+            "routers": {"kv": {"entryPoints": ["web"], "rule": "PathPrefix(`/`)", "middlewares": ["kv"],
+                               "service": "noop@internal"}},
+            "middlewares": {"kv": {"plugin": {KV_PLUGIN: {"replicas": [e.url for e in engines],
+                                                          "kvBlocks": BLOCKS, "cluster": "c0"}}}}}}, timeout=60)
+        served: list[str] = []
+        with httpx.Client(timeout=10) as client:
+            for r in trace:
+                answer = client.post(f"{traefik.url}/v1/chat/completions", json={
+                    "messages": [], "kv_block_hashes": list(r.blocks), "prompt_tokens": r.input_tokens,
+                    "max_tokens": r.output_tokens})
+                assert answer.status_code == 200, answer.text
+                served.append(answer.headers["x-served-by"])
+            summary = client.get(f"{traefik.url}/kvroute/summary").json()
+            counted = [parse(client.get(f"{e.url}/metrics").content) for e in engines]
+    finally:
+        traefik.stop()
+        for e in engines:
+            e.stop()
+    res = simulate(trace, build_fleet(1, 2, EngineProfile(kv_capacity_blocks=BLOCKS)), "cache-aware")
+    expected = [f"r{p[1].rsplit('-r', 1)[1]}" if p else "" for p in res.placements]
+    agree = sum(a == b for a, b in zip(served, expected, strict=True)) / len(trace)
+    assert agree == 1.0, f"{agree:.1%} of the decisions agree"   # issue 29 asks >= 95%; one at a time, all
+    hits = sum(m.families[mock_engine.METRIC_PREFIX_HITS].samples[0].value for m in counted)
+    assert 0 < res.hits == hits
+    assert set(served) == {"r0", "r1"}
+    assert summary["cluster"] == "c0" and summary["replicas"] == 2 and summary["m"] == 65536
