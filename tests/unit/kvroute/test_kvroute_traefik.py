@@ -13,6 +13,9 @@ sources under ./plugins-local/src/<moduleName>)."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import httpx
@@ -22,7 +25,7 @@ from modelplane import mock_engine
 from modelplane.autoscale.exposition import parse
 from modelplane.gateway import config as gateway_config
 from modelplane.gateway.process import Engine, Traefik
-from modelplane.gateway.security import plugin_static
+from modelplane.gateway.security import PLUGINS_DIR, plugin_static
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
@@ -81,3 +84,13 @@ def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
     assert 0 < res.hits == hits
     assert set(served) == {"r0", "r1"}
     assert summary["cluster"] == "c0" and summary["replicas"] == 2 and summary["m"] == 65536
+
+
+def test_the_plugins_go_tests_pass() -> None:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("no Go toolchain on PATH: the plugin is still exercised through Traefik above")
+    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=mod"}   # standard library only: nothing to fetch
+    done = subprocess.run([go, "test", "-count=1", "./..."], cwd=PLUGINS_DIR / "src" / KV_MODULE, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
