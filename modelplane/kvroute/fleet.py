@@ -16,7 +16,6 @@ class Job:
     request: TraceRequest
     arrival_s: float
     estimate_s: float = 0.0          # the prefill time the replica expected when it took the request
-    prefill_end_s: float = 0.0
     hit: int = 0
     attempts: int = 1
 
