@@ -94,3 +94,53 @@ def test_the_plugins_go_tests_pass() -> None:
     done = subprocess.run([go, "test", "-count=1", "./..."], cwd=PLUGINS_DIR / "src" / KV_MODULE, env=env,
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29's agreement goal: 2 clusters x 2 live engines, each cluster behind the plugin as its workload
+    gateway (publishing its summary), the plugin in its control-plane mode in front (reading the summaries
+    before every request, as the simulator's publish interval 0 does), 2,000 requests one at a time. The
+    (cluster, replica) of each must be the simulator's for >= 95% of them."""
+    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
+    trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
+             for i, r in enumerate(conversations(2000, conversations=150, blocks_per_turn=2))]
+    names = [f"c{c}r{r}" for c in range(2) for r in range(2)]
+    engines = {n: Engine(n, tmp_path, deployment="chat", extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"])
+               for n in names}
+    traefik = Traefik("gw", tmp_path, plugins=True)
+    try:
+        for e in engines.values():
+            e.wait_ready()
+        traefik.wait_ready()
+        routers: dict[str, object] = {"cp": {"entryPoints": ["web"], "rule": "PathPrefix(`/v1`)", "middlewares": ["cp"],
+                                             "service": "noop@internal"}}
+        middlewares: dict[str, object] = {"cp": {"plugin": {KV_PLUGIN: {
+            "clusters": [{"name": f"c{c}", "url": f"{traefik.url}/c{c}", "weight": 1} for c in range(2)],
+            "summaryIntervalS": 0}}}}
+        for c in range(2):
+            routers[f"c{c}"] = {"entryPoints": ["web"], "rule": f"PathPrefix(`/c{c}/`)",
+                                "middlewares": [f"strip{c}", f"c{c}"], "service": "noop@internal"}
+            middlewares[f"strip{c}"] = {"stripPrefix": {"prefixes": [f"/c{c}"]}}
+            middlewares[f"c{c}"] = {"plugin": {KV_PLUGIN: {"replicas": [engines[f"c{c}r{r}"].url for r in range(2)],
+                                                          "kvBlocks": BLOCKS, "cluster": f"c{c}"}}}
+        traefik.apply({"http": {"routers": routers, "middlewares": middlewares}}, timeout=60)
+        served: list[tuple[str, str]] = []
+        with httpx.Client(timeout=10) as client:
+            for r in trace:
+                answer = client.post(f"{traefik.url}/v1/chat/completions", json={
+                    "messages": [], "kv_block_hashes": list(r.blocks), "prompt_tokens": r.input_tokens,
+                    "max_tokens": r.output_tokens})
+                assert answer.status_code == 200, answer.text
+                name = answer.headers["x-served-by"]
+                served.append((answer.headers["x-modelplane-cluster"], name))
+    finally:
+        traefik.stop()
+        for e in engines.values():
+            e.stop()
+    fleet = build_fleet(2, 2, EngineProfile(kv_capacity_blocks=BLOCKS))
+    fleet.publish_interval_s = 0.0
+    res = simulate(trace, fleet, "cache-aware")
+    expected = [(p[0], p[1].replace("-", "")) if p else ("", "") for p in res.placements]
+    agree = sum(a == b for a, b in zip(served, expected, strict=True)) / len(trace)
+    assert agree >= 0.95, f"{agree:.1%} of 2,000 decisions agree"
+    assert {c for c, _ in served} == {"c0", "c1"} and res.decisions["known"] > 100

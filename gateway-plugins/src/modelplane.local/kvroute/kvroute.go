@@ -24,7 +24,9 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
+	"time"
 )
 
 const (
@@ -45,12 +47,21 @@ type Config struct {
 	DecodeMsPerToken  float64  `json:"decodeMsPerToken,omitempty"`
 	Cluster           string   `json:"cluster,omitempty"`
 	SummaryPath       string   `json:"summaryPath,omitempty"`
+	// The control plane's mode (cluster.go): the clusters, and how often each one's summary is read
+	// again (0: before every request).
+	Clusters         []ClusterConfig `json:"clusters,omitempty"`
+	SummaryIntervalS float64         `json:"summaryIntervalS,omitempty"`
+	ShareWindow      int             `json:"shareWindow,omitempty"`
+	ShareSlack       float64         `json:"shareSlack,omitempty"`
+	LoadBound        float64         `json:"loadBound,omitempty"`
+	LoadFloorS       float64         `json:"loadFloorS,omitempty"`
 }
 
 // CreateConfig returns the defaults Traefik decodes the configuration into.
 func CreateConfig() *Config {
 	return &Config{KVBlocks: defaultBlocks, BlockTokens: defaultTokens, PrefillUsPerToken: defaultPrefill * 1e6,
-		DecodeMsPerToken: defaultDecode * 1e3, SummaryPath: "/kvroute/summary"}
+		DecodeMsPerToken: defaultDecode * 1e3, SummaryPath: "/kvroute/summary", SummaryIntervalS: 1,
+		ShareWindow: 5000, ShareSlack: 0.004, LoadBound: 0.25, LoadFloorS: 0.5}
 }
 
 type replica struct {
@@ -71,12 +82,16 @@ type Router struct {
 	summaryPath string
 	filter      *countingFilter
 	seq         int64
+	cp          *clusterRouter // the control plane's mode; nil at a workload gateway
 }
 
 // New builds the middleware; Traefik calls it for every configuration it loads.
 func New(_ context.Context, _ http.Handler, config *Config, _ string) (http.Handler, error) {
+	if len(config.Clusters) > 0 {
+		return newClusterRouter(config)
+	}
 	if len(config.Replicas) == 0 {
-		return nil, errors.New("kvroute: replicas is required")
+		return nil, errors.New("kvroute: replicas (a workload gateway) or clusters (the control plane) is required")
 	}
 	if config.KVBlocks < 1 || config.BlockTokens < 1 || !(config.PrefillUsPerToken > 0) ||
 		!(config.DecodeMsPerToken > 0) {
@@ -197,6 +212,10 @@ func (r *Router) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	if tokens == 0 {
 		tokens = 1 // no blocks named: the least loaded replica (nothing is held to overlap)
 	}
+	if r.cp != nil {
+		r.serveCluster(rw, req, blocks, tokens)
+		return
+	}
 	rep, work := r.pick(blocks, tokens)
 	defer r.done(rep, work)
 	rep.proxy.ServeHTTP(rw, req)
@@ -225,4 +244,29 @@ func (r *Router) summary(nowMs int64) summaryJSON {
 	copy(bits, r.filter.bits)
 	return summaryJSON{Cluster: r.cluster, Seq: r.seq, PublishedMs: nowMs, Replicas: len(r.replicas),
 		LoadS: load / float64(len(r.replicas)), M: summaryBits, K: summaryHashes, Bits: bits}
+}
+
+func newClusterRouter(config *Config) (http.Handler, error) {
+	if config.BlockTokens < 1 || !(config.PrefillUsPerToken > 0) || !(config.DecodeMsPerToken > 0) ||
+		config.SummaryIntervalS < 0 || config.ShareWindow < 1 || config.ShareSlack < 0 || config.LoadBound < 0 ||
+		config.LoadFloorS < 0 {
+		return nil, errors.New("kvroute: blockTokens, prefillUsPerToken, decodeMsPerToken, shareWindow must be " +
+			"positive; summaryIntervalS, shareSlack, loadBound, loadFloorS not negative")
+	}
+	cp := &clusterRouter{client: &http.Client{Timeout: 60 * time.Second}, interval: config.SummaryIntervalS,
+		windowSize: config.ShareWindow, slack: config.ShareSlack, loadBound: config.LoadBound,
+		loadFloor: config.LoadFloorS, prefill: config.PrefillUsPerToken / 1e6, decode: config.DecodeMsPerToken / 1e3,
+		blockTokens: config.BlockTokens, now: wallClock}
+	for _, c := range config.Clusters {
+		u, err := url.Parse(c.URL)
+		if err != nil || u.Scheme == "" || u.Host == "" || c.Name == "" || !(c.Weight >= 0) {
+			return nil, errors.New("kvroute: each cluster needs a name, an absolute url and a weight >= 0")
+		}
+		cp.clusters = append(cp.clusters, &summary{name: c.Name, url: strings.TrimRight(c.URL, "/"), weight: c.Weight,
+			nameHashVal: nameHash(c.Name)})
+	}
+	cp.counts = make([]int, len(cp.clusters))
+	r := &Router{cp: cp, blockTokens: config.BlockTokens}
+	cp.mu = &r.mu
+	return r, nil
 }

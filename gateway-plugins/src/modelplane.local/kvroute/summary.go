@@ -40,7 +40,7 @@ func newCountingFilter() *countingFilter {
 func (f *countingFilter) add(block uint64) {
 	for _, p := range positions(block) {
 		if f.counts[p] == 0 {
-			f.bits[p>>3] |= 1 << (p & 7)
+			f.bits[p>>3] |= byte(1) << uint(p&7)
 		}
 		f.counts[p]++
 	}
@@ -50,7 +50,7 @@ func (f *countingFilter) remove(block uint64) {
 	for _, p := range positions(block) {
 		f.counts[p]--
 		if f.counts[p] == 0 {
-			f.bits[p>>3] &^= 1 << (p & 7)
+			f.bits[p>>3] &^= byte(1) << uint(p&7)
 		}
 	}
 }
