@@ -1,8 +1,12 @@
 package kvroute
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -114,5 +118,43 @@ func TestNewPrefixesFollowTheWeightsAndRefusalsSpill(t *testing.T) {
 	}
 	if got := cr.choose([]uint64{1, 2}, 1024, map[int]bool{0: true, 1: true}); got != -1 {
 		t.Fatalf("every cluster excluded, still chose %d", got)
+	}
+}
+
+func TestARefusingClusterSpillsWithNothingFailed(t *testing.T) {
+	for _, refusal := range []int{503, 429, 0} { // 0: the cluster's gateway is gone (connection refused)
+		lost := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			if req.URL.Path == "/kvroute/summary" {
+				rw.WriteHeader(http.StatusServiceUnavailable)
+				return
+			}
+			rw.WriteHeader(refusal)
+		}))
+		lostURL := lost.URL
+		if refusal == 0 {
+			lost.Close()
+		} else {
+			defer lost.Close()
+		}
+		good := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			_, _ = rw.Write([]byte("ok"))
+		}))
+		defer good.Close()
+		cfg := CreateConfig()
+		cfg.SummaryIntervalS = 0
+		cfg.Clusters = []ClusterConfig{{Name: "a", URL: lostURL, Weight: 1}, {Name: "b", URL: good.URL, Weight: 1}}
+		h, err := New(context.Background(), nil, cfg, "cp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 50; i++ {
+			body, _ := json.Marshal(map[string]any{"kv_block_hashes": []int{10 * i, 10*i + 1}, "prompt_tokens": 1000})
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body)))
+			if rec.Code != http.StatusOK || rec.Header().Get("X-Modelplane-Cluster") != "b" {
+				t.Fatalf("refusal %d, request %d: status %d from %q", refusal, i, rec.Code,
+					rec.Header().Get("X-Modelplane-Cluster"))
+			}
+		}
 	}
 }
