@@ -11,8 +11,11 @@
 // KVBlocks per replica, as the engine evicts them (llm-d's approximate prefix scorer). The load
 // is the prefill time the gateway expects of what it sent and has not been answered yet.
 //
-// Not wired into the generated gateway configuration and not yet run under Traefik: see
-// docs/kv-routing.md, "Not built".
+// With Clusters set, the same plugin is the control plane's hop instead (cluster.go): it picks the
+// cluster over the summaries the workload gateways serve and forwards the request there.
+//
+// Tested under real Traefik (tests/unit/kvroute/test_kvroute_traefik.py); not yet loaded by the
+// generated gateway configuration: see docs/kv-routing.md, "Not built".
 package kvroute
 
 import (
