@@ -13,7 +13,7 @@ import sys
 # would still close): the interpreter's last collection at exit is skipped for them.
 FINISHED_ON_RETURN = ("plan", "explain")
 COMMANDS = ("plan", "explain", "render", "lint", "split", "demo", "sim", "up", "preview", "destroy", "verify",
-            "reconcile", "completion")
+            "reconcile", "completion", "replay")
 # The module of modelplane.commands behind a verb whose name would mislead as a module name:
 # `split` sends traffic split across the routes; "split" elsewhere means a fleet split into stacks.
 MODULES = {"split": "traffic"}

@@ -27,6 +27,17 @@ vllm-project/router): a prefill engine answers a request carrying `kv_transfer_p
 `remote_engine_id`: its name); both record each request's `max_tokens` and `kv_transfer_params`
 (GET /debug/pd), so a test can see which engine played which phase.
 
+KV cache (`--kv-blocks N`): the engine model of modelplane.kvroute (docs/kv-routing.md), its one
+home being this file (it runs alone in a pod): a cache of N blocks of `--block-tokens` with LRU
+eviction; a request whose body carries `kv_block_hashes` (its prompt's block ids, as a Mooncake
+trace gives them) and `prompt_tokens` has its prefix looked up and its blocks filled, waits for the
+one prefill running, then spends `--prefill-us-per-token` per uncached token plus one decode step
+(its first token), then `max_tokens` decode steps of `--decode-ms-per-token`, all times
+`--kv-time-scale` (0: no waiting, the counts only). /metrics then adds vLLM's
+`vllm:prefix_cache_queries` / `vllm:prefix_cache_hits` counters (tokens, as vLLM counts them) and
+`vllm:gpu_cache_usage_perc` (vLLM V0's name), and `vllm:kv_cache_usage_perc` becomes the blocks of
+running requests over N, as vLLM V1 counts used (not merely cached) blocks.
+
 Fault injection: `--fail-health-after N` makes /health answer 503 once N inference
 requests were served (inference keeps working, as an engine that is draining would);
 `--exit-after N` exits the process right after the Nth. SIGUSR1 / SIGUSR2 switch /health
@@ -45,7 +56,8 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import FrameType
 from typing import Any
@@ -61,8 +73,130 @@ METRIC_WAITING = "vllm:num_requests_waiting"
 METRIC_RUNNING = "vllm:num_requests_running"
 METRIC_KV_CACHE = "vllm:kv_cache_usage_perc"
 METRIC_TTFT = "vllm:time_to_first_token_seconds"
+# vLLM V1's prefix-cache counters (vllm/v1/metrics/loggers.py; counted in tokens) and V0's usage gauge.
+METRIC_PREFIX_QUERIES = "vllm:prefix_cache_queries"
+METRIC_PREFIX_HITS = "vllm:prefix_cache_hits"
+METRIC_GPU_CACHE = "vllm:gpu_cache_usage_perc"
+# The KV-cache model's constants, calibrated on Llama-3-8B-Instruct, 1xH100-80GB-SXM, vLLM (Lambda's
+# github.com/LambdaLabsML/vllm-benchmark @211b2ae, results/prompt_10/1xH100-80GB-SXM/
+# Meta-Llama-3-8B-Instruct_tp1_len8192.json): 10 prompts of 1,369 tokens in all answered at median
+# TTFT 62.1 ms (<= 45 us a token), median TPOT 7.50 ms; 128 KiB of KV a token = 64 MiB a 512-token
+# block, ~54 GiB left on an H100 at gpu_memory_utilization 0.9: 860 blocks. docs/kv-routing.md.
+BLOCK_TOKENS = 512
+PREFILL_S_PER_TOKEN = 45e-6
+DECODE_S_PER_TOKEN = 7.5e-3
+KV_CAPACITY_BLOCKS = 860
+MAX_KV_BLOCKS_PER_REQUEST = 8192
+MAX_KV_TOKENS = MAX_KV_BLOCKS_PER_REQUEST * BLOCK_TOKENS
+MAX_OUTPUT_TOKENS = 1_000_000
 TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
                 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
+
+
+class KVCache:
+    """Blocks held, least recently used first; at most `capacity` (the oldest go first).
+    `on_add`/`on_evict` see each block that comes or goes (modelplane.kvroute's cluster summary
+    keeps count of them)."""
+
+    def __init__(self, capacity: int, on_add: Callable[[int], None] | None = None,
+                 on_evict: Callable[[int], None] | None = None) -> None:
+        self.capacity = capacity
+        self.blocks: OrderedDict[int, None] = OrderedDict()
+        self._on_add = on_add
+        self._on_evict = on_evict
+
+    def __len__(self) -> int:
+        return len(self.blocks)
+
+    def __contains__(self, block: int) -> bool:
+        return block in self.blocks
+
+    def prefix(self, blocks: Sequence[int]) -> int:
+        """How many of `blocks`, from the first, are held (a prefix cache reuses a prefix only)."""
+        held = self.blocks
+        n = 0
+        for b in blocks:
+            if b not in held:
+                break
+            n += 1
+        return n
+
+    def touch(self, blocks: Sequence[int]) -> None:
+        """Hold `blocks` as the most recently used, evicting the least recently used past capacity."""
+        held = self.blocks
+        for b in blocks:
+            if b in held:
+                held.move_to_end(b)
+            else:
+                held[b] = None
+                if self._on_add is not None:
+                    self._on_add(b)
+        while len(held) > self.capacity:
+            gone, _ = held.popitem(last=False)
+            if self._on_evict is not None:
+                self._on_evict(gone)
+
+    @property
+    def usage(self) -> float:
+        return len(self.blocks) / self.capacity
+
+
+def hit_tokens(matched_blocks: int, input_tokens: int, block_tokens: int) -> int:
+    """Tokens a prefix hit of `matched_blocks` saves: never the prompt's last token (vLLM computes
+    it again to yield the first output token)."""
+    return max(0, min(matched_blocks * block_tokens, input_tokens - 1))
+
+
+class KVModel:
+    """The live engine's KV cache and prefill (module docstring): one prefill at a time, counted
+    as vLLM counts its prefix cache."""
+
+    def __init__(self, capacity: int, block_tokens: int = BLOCK_TOKENS, prefill_s: float = PREFILL_S_PER_TOKEN,
+                 decode_s: float = DECODE_S_PER_TOKEN, time_scale: float = 1.0) -> None:
+        self.cache = KVCache(capacity)
+        self.block_tokens = block_tokens
+        self.prefill_s = prefill_s
+        self.decode_s = decode_s
+        self.time_scale = time_scale
+        self.queries = 0
+        self.hits = 0
+        self.running_blocks = 0
+        self.lock = threading.Lock()
+        self.prefill = threading.Lock()     # one prefill runs at a time
+
+    def start(self, blocks: Sequence[int], prompt_tokens: int) -> float:
+        """Look the prompt up and hold its blocks; the prefill's seconds (unscaled)."""
+        with self.lock:
+            hit = hit_tokens(self.cache.prefix(blocks), prompt_tokens, self.block_tokens)
+            self.cache.touch(blocks)
+            self.queries += prompt_tokens
+            self.hits += hit
+            self.running_blocks += len(blocks)
+        return (prompt_tokens - hit) * self.prefill_s + self.decode_s
+
+    def finish(self, blocks: Sequence[int]) -> None:
+        with self.lock:
+            self.running_blocks -= len(blocks)
+
+    def usage(self) -> float:
+        with self.lock:
+            return min(self.running_blocks / self.cache.capacity, 1.0)
+
+
+def kv_request(req: Any) -> tuple[list[int], int, int] | str | None:
+    """(block ids, prompt tokens, output tokens) a request body asks the KV model for; None when it
+    carries no `kv_block_hashes`; the reason (naming the field) when it is malformed."""
+    if not isinstance(req, dict) or "kv_block_hashes" not in req:
+        return None
+    blocks, tokens, out = req.get("kv_block_hashes"), req.get("prompt_tokens"), req.get("max_tokens", 0)
+    if not isinstance(blocks, list) or len(blocks) > MAX_KV_BLOCKS_PER_REQUEST or not all(
+            type(b) is int and 0 <= b < 2 ** 63 for b in blocks):
+        return f"kv_block_hashes: at most {MAX_KV_BLOCKS_PER_REQUEST} integers in 0..2^63-1"
+    if type(tokens) is not int or not 1 <= tokens <= MAX_KV_TOKENS:
+        return f"prompt_tokens: an integer in 1..{MAX_KV_TOKENS}"
+    if type(out) is not int or not 0 <= out <= MAX_OUTPUT_TOKENS:
+        return f"max_tokens: an integer in 0..{MAX_OUTPUT_TOKENS}"
+    return blocks, tokens, out
 
 
 class RequestQueue:
@@ -108,7 +242,11 @@ class RequestQueue:
         if self._slots is not None:
             self._slots.release()
 
+    kv: KVModel | None = None
+
     def kv_cache_usage(self) -> float:
+        if self.kv is not None:
+            return self.kv.usage()
         return min(self.running / self.concurrency, 1.0) if self.concurrency else 0.0
 
     def exposition(self, model: str) -> str:
@@ -131,6 +269,19 @@ class RequestQueue:
                   for bound, n in zip(TTFT_BUCKETS, buckets, strict=True)]
         lines += [f'{METRIC_TTFT}_bucket{{{labels},le="+Inf"}} {float(observed)}',
                   f"{METRIC_TTFT}_count{{{labels}}} {float(observed)}", f"{METRIC_TTFT}_sum{{{labels}}} {total!r}"]
+        if self.kv is not None:
+            with self.kv.lock:
+                queries, hits = self.kv.queries, self.kv.hits
+            lines += [
+                # prometheus_client's text format names a counter's family with its _total sample.
+                f"# HELP {METRIC_PREFIX_QUERIES}_total Prefix cache queries, in terms of number of queried tokens.",
+                f"# TYPE {METRIC_PREFIX_QUERIES}_total counter",
+                f"{METRIC_PREFIX_QUERIES}_total{{{labels}}} {float(queries)}",
+                f"# HELP {METRIC_PREFIX_HITS}_total Prefix cache hits, in terms of number of cached tokens.",
+                f"# TYPE {METRIC_PREFIX_HITS}_total counter", f"{METRIC_PREFIX_HITS}_total{{{labels}}} {float(hits)}",
+                f"# HELP {METRIC_GPU_CACHE} GPU KV-cache usage. 1 means 100 percent usage.",
+                f"# TYPE {METRIC_GPU_CACHE} gauge", f"{METRIC_GPU_CACHE}{{{labels}}} {kv!r}",
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -329,21 +480,36 @@ def make_handler(state: EngineState) -> type[BaseHTTPRequestHandler]:
                 model, stream = str(req.get("model") or state.name), bool(req.get("stream"))
             except (ValueError, AttributeError):
                 return self._send(400, {"error": {"message": "body is not a JSON object"}})
+            kv = kv_request(req) if state.queue.kv is not None else None
+            if isinstance(kv, str):
+                return self._send(400, {"error": {"message": kv}})
             extra = state.pd_answer(req, self.connection.getsockname()[1])
             with state.lock:
                 state.in_flight += 1
             try:
-                self._infer(path, model, stream=stream, extra=extra)
+                self._infer(path, model, stream=stream, extra=extra, kv=kv)
             finally:
                 with state.lock:
                     state.in_flight -= 1
 
-        def _infer(self, path: str, model: str, *, stream: bool, extra: dict[str, Any] | None = None) -> None:
+        def _infer(self, path: str, model: str, *, stream: bool, extra: dict[str, Any] | None = None,
+                   kv: tuple[list[int], int, int] | None = None) -> None:
             arrived = state.queue.enter()   # waits while --concurrency requests run
+            model_kv = state.queue.kv
             try:
                 if state.delay:
                     time.sleep(state.delay)
-                state.queue.first_token(arrived)
+                if kv is not None and model_kv is not None:
+                    with model_kv.prefill:
+                        seconds = model_kv.start(kv[0], kv[1])
+                        if model_kv.time_scale:
+                            time.sleep(seconds * model_kv.time_scale)
+                    state.queue.first_token(arrived)
+                    if model_kv.time_scale and kv[2]:
+                        time.sleep(kv[2] * model_kv.decode_s * model_kv.time_scale)
+                    model_kv.finish(kv[0])
+                else:
+                    state.queue.first_token(arrived)
                 with state.lock:
                     state.served += 1
                     last = state.exit_after is not None and state.served >= state.exit_after
@@ -389,6 +555,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="on SIGTERM, how long the requests in flight may take to finish (default 30)")
     p.add_argument("--pd-role", choices=("prefill", "decode"), default=None,
                    help="play a disaggregated prefill or decode engine (vLLM NixlConnector's kv_transfer_params)")
+    p.add_argument("--kv-blocks", type=int, default=None, metavar="N",
+                   help="model a KV cache of N blocks for requests carrying kv_block_hashes (module docstring)")
+    p.add_argument("--block-tokens", type=int, default=BLOCK_TOKENS, metavar="N")
+    p.add_argument("--prefill-us-per-token", type=float, default=PREFILL_S_PER_TOKEN * 1e6, metavar="US")
+    p.add_argument("--decode-ms-per-token", type=float, default=DECODE_S_PER_TOKEN * 1e3, metavar="MS")
+    p.add_argument("--kv-time-scale", type=float, default=1.0, metavar="X",
+                   help="multiply the KV model's prefill and decode times (0: count only, never wait)")
     p.add_argument("--record-headers", action="store_true",
                    help="remember which headers each inference request carried (GET /debug/headers)")
     return p.parse_args(argv)
@@ -408,8 +581,18 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= a.shutdown_grace_s <= 3600 or not 0 <= a.stream_interval_ms <= 60_000:
         print("--shutdown-grace-s must be 0..3600 and --stream-interval-ms 0..60000", file=sys.stderr)
         return 2
+    if a.kv_blocks is not None and not (
+            1 <= a.kv_blocks <= 10 ** 8 and 1 <= a.block_tokens <= 1 << 20
+            and all(0 < v <= 1e6 for v in (a.prefill_us_per_token, a.decode_ms_per_token))
+            and 0 <= a.kv_time_scale <= 1e3):
+        print("--kv-blocks must be 1..1e8, --block-tokens 1..2^20, --prefill-us-per-token and "
+              "--decode-ms-per-token in (0, 1e6], --kv-time-scale 0..1000", file=sys.stderr)
+        return 2
     state = EngineState(a.name, a.deployment, a.fail_health_after, a.exit_after, key, a.delay_ms / 1000,
                         a.concurrency, a.stream_interval_ms / 1000)
+    if a.kv_blocks is not None:
+        state.queue.kv = KVModel(a.kv_blocks, a.block_tokens, a.prefill_us_per_token / 1e6,
+                                 a.decode_ms_per_token / 1e3, a.kv_time_scale)
     state.record_headers = a.record_headers
     state.pd_role = a.pd_role
     if a.listen_fd is None:

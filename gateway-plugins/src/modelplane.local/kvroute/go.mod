@@ -1,0 +1,3 @@
+module modelplane.local/kvroute
+
+go 1.22

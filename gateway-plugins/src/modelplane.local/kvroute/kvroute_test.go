@@ -1,0 +1,189 @@
+package kvroute
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The same values modelplane.kvroute.summary.mix64 and positions give (printed by Python).
+func TestMixAndPositionsMatchThePythonSummary(t *testing.T) {
+	cases := []struct {
+		block uint64
+		mix   uint64
+		pos   [3]int
+	}{
+		{0, 16294208416658607535, [3]int{52655, 31517, 43065}},
+		{1, 10451216379200822465, [3]int{23745, 35074, 11756}},
+		{12345, 2454886589211414944, [3]int{4512, 43473, 33368}},
+		{9223372036854775807, 3055647633038352039, [3]int{40615, 11779, 55125}},
+	}
+	for _, c := range cases {
+		if got := mix64(c.block); got != c.mix {
+			t.Errorf("mix64(%d) = %d, want %d", c.block, got, c.mix)
+		}
+		if got := positions(c.block); got != c.pos {
+			t.Errorf("positions(%d) = %v, want %v", c.block, got, c.pos)
+		}
+	}
+}
+
+type engines struct {
+	mu     sync.Mutex
+	served map[string]int
+}
+
+func backends(t *testing.T, n int) ([]string, *engines) {
+	t.Helper()
+	seen := &engines{served: map[string]int{}}
+	var urls []string
+	for i := 0; i < n; i++ {
+		name := string(rune('a' + i))
+		srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+			seen.mu.Lock()
+			seen.served[name]++
+			seen.mu.Unlock()
+			rw.Header().Set("X-Served-By", name)
+			_, _ = rw.Write([]byte("ok"))
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	return urls, seen
+}
+
+func newRouter(t *testing.T, urls []string, blocks int) *Router {
+	t.Helper()
+	cfg := CreateConfig()
+	cfg.Replicas = urls
+	cfg.KVBlocks = blocks
+	cfg.Cluster = "c0"
+	h, err := New(context.Background(), nil, cfg, "kv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.(*Router)
+}
+
+func send(t *testing.T, r *Router, blocks []uint64, tokens int) string {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"kv_block_hashes": blocks, "prompt_tokens": tokens, "max_tokens": 1})
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
+	}
+	return rec.Header().Get("X-Served-By")
+}
+
+func TestAKnownPrefixGoesToTheReplicaHoldingIt(t *testing.T) {
+	urls, _ := backends(t, 4)
+	r := newRouter(t, urls, 100)
+	first := send(t, r, []uint64{0, 11, 12, 13}, 4*512)
+	for i := uint64(0); i < 6; i++ { // other conversations spread over the replicas
+		send(t, r, []uint64{0, 100 + 3*i, 101 + 3*i}, 3*512)
+	}
+	if again := send(t, r, []uint64{0, 11, 12, 13, 14}, 5*512); again != first {
+		t.Fatalf("the second turn went to %s, its prefix is on %s", again, first)
+	}
+}
+
+func TestLoadOutweighsASmallOverlap(t *testing.T) {
+	urls, _ := backends(t, 2)
+	r := newRouter(t, urls, 100)
+	r.replicas[0].index.touch([]uint64{0})
+	r.replicas[0].backlog = 10 // seconds: far more than one block's prefill
+	rep, _ := r.pick([]uint64{0, 1}, 2*512)
+	if rep != r.replicas[1] {
+		t.Fatal("a replica 10 s behind was picked for a one-block overlap")
+	}
+}
+
+func TestEvictionFollowsTheEnginesLRU(t *testing.T) {
+	l := newLRU(2, func(uint64) {}, func(uint64) {})
+	l.touch([]uint64{1, 2})
+	l.touch([]uint64{1})
+	l.touch([]uint64{3})
+	if l.prefix([]uint64{1, 3}) != 2 || l.prefix([]uint64{2}) != 0 {
+		t.Fatal("block 2, the least recently used, should have gone")
+	}
+}
+
+func TestBodiesKvrouteCannotReadStillReachAReplicaWhole(t *testing.T) {
+	urls, seen := backends(t, 2)
+	r := newRouter(t, urls, 10)
+	for _, body := range []string{`not json`, `{"kv_block_hashes": [1.5], "prompt_tokens": 10}`,
+		`{"kv_block_hashes": [-1], "prompt_tokens": 10}`, `{"kv_block_hashes": [1], "prompt_tokens": NaN}`,
+		`{"kv_block_hashes": "x"}`, strings.Repeat("[", 100000)} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%.20q: status %d", body, rec.Code)
+		}
+	}
+	total := 0
+	for _, n := range seen.served {
+		total += n
+	}
+	if total != 6 {
+		t.Fatalf("served %d of 6", total)
+	}
+}
+
+func TestAHugeBodyIsRefused(t *testing.T) {
+	urls, _ := backends(t, 1)
+	r := newRouter(t, urls, 10)
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		bytes.NewReader(make([]byte, maxBody+1))))
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d", rec.Code)
+	}
+}
+
+func TestSummaryHoldsTheSentBlocksInThePythonFormat(t *testing.T) {
+	urls, _ := backends(t, 2)
+	r := newRouter(t, urls, 2)
+	send(t, r, []uint64{7, 8, 9}, 3*512) // capacity 2: block 7 is evicted again
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/kvroute/summary", nil))
+	var s map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"cluster", "seq", "published_ms", "replicas", "load_s", "m", "k", "bits"} {
+		if _, ok := s[k]; !ok {
+			t.Fatalf("summary lacks %s: %v", k, s)
+		}
+	}
+	bits, err := base64.StdEncoding.DecodeString(s["bits"].(string))
+	if err != nil || len(bits) != summaryBits/8 {
+		t.Fatalf("bits: %v, %d bytes", err, len(bits))
+	}
+	has := func(b uint64) bool {
+		for _, p := range positions(b) {
+			if bits[p>>3]&(1<<(p&7)) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if !has(8) || !has(9) || has(7) {
+		t.Fatal("the summary should hold blocks 8 and 9 and not the evicted 7")
+	}
+}
+
+func TestConfigIsChecked(t *testing.T) {
+	for _, cfg := range []*Config{{}, {Replicas: []string{"not a url"}, KVBlocks: 1, BlockTokens: 1,
+		PrefillUsPerToken: 1, DecodeMsPerToken: 1}, {Replicas: []string{"http://x"}, KVBlocks: 0}} {
+		if _, err := New(context.Background(), nil, cfg, "kv"); err == nil {
+			t.Fatalf("accepted %+v", cfg)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+"""The kvroute plugin (gateway-plugins/src/modelplane.local/kvroute, Go interpreted by Traefik's Yaegi)
+on the real data path of one workload gateway: real Traefik, two live mock engines with the KV model,
+a short replay sent through it one request at a time. The plugin must pick the replica the simulator's
+best_replica picks (issue 29 asks >= 95% of the decisions; one at a time they should all agree), and
+the engines must count the hits the simulator counts. One at a time no replica has a backlog, so the
+choice is the overlap's, and a new conversation's the tie-break's (the replica holding fewer blocks):
+the conversations here share no first block, or every one would follow the first.
+
+The generated gateway configuration does not load the plugin yet (modelplane/gateway/config.py's
+static `experimental` block names callerauth only): this test adds it to the static configuration
+itself. Traefik's local plugins: doc.traefik.io/traefik/plugins/ ("experimental.localPlugins", the
+sources under ./plugins-local/src/<moduleName>)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+
+from modelplane import mock_engine
+from modelplane.autoscale.exposition import parse
+from modelplane.gateway import config as gateway_config
+from modelplane.gateway.process import Engine, Traefik
+from modelplane.gateway.security import PLUGINS_DIR, plugin_static
+from modelplane.kvroute.engine import EngineProfile
+from modelplane.kvroute.sim import build_fleet, simulate
+from modelplane.kvroute.trace import TraceRequest
+from tests.unit.kvroute.traces import conversations
+
+pytestmark = pytest.mark.integration
+
+KV_PLUGIN = "modelplane-kvroute"
+KV_MODULE = "modelplane.local/kvroute"
+BLOCKS = 40
+
+
+def with_kvroute() -> dict[str, object]:
+    static = plugin_static()
+    static["localPlugins"][KV_PLUGIN] = {"moduleName": KV_MODULE}   # type: ignore[index]
+    return static
+
+
+def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
+    trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
+             for i, r in enumerate(conversations(200, conversations=20, blocks_per_turn=2,
+                                                  shared_root=False))]
+    engines = [Engine(f"r{i}", tmp_path, deployment="chat",
+                      extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"]) for i in range(2)]
+    traefik = Traefik("gw", tmp_path, plugins=True)
+    try:
+        for e in engines:
+            e.wait_ready()
+        traefik.wait_ready()
+        traefik.apply({"http": {
+            "routers": {"kv": {"entryPoints": ["web"], "rule": "PathPrefix(`/`)", "middlewares": ["kv"],
+                               "service": "noop@internal"}},
+            "middlewares": {"kv": {"plugin": {KV_PLUGIN: {"replicas": [e.url for e in engines],
+                                                          "kvBlocks": BLOCKS, "cluster": "c0"}}}}}}, timeout=60)
+        served: list[str] = []
+        with httpx.Client(timeout=10) as client:
+            for r in trace:
+                answer = client.post(f"{traefik.url}/v1/chat/completions", json={
+                    "messages": [], "kv_block_hashes": list(r.blocks), "prompt_tokens": r.input_tokens,
+                    "max_tokens": r.output_tokens})
+                assert answer.status_code == 200, answer.text
+                served.append(answer.headers["x-served-by"])
+            summary = client.get(f"{traefik.url}/kvroute/summary").json()
+            counted = [parse(client.get(f"{e.url}/metrics").content) for e in engines]
+    finally:
+        traefik.stop()
+        for e in engines:
+            e.stop()
+    res = simulate(trace, build_fleet(1, 2, EngineProfile(kv_capacity_blocks=BLOCKS)), "cache-aware")
+    expected = [f"r{p[1].rsplit('-r', 1)[1]}" if p else "" for p in res.placements]
+    agree = sum(a == b for a, b in zip(served, expected, strict=True)) / len(trace)
+    assert agree == 1.0, f"{agree:.1%} of the decisions agree"   # issue 29 asks >= 95%; one at a time, all
+    hits = sum(m.families[mock_engine.METRIC_PREFIX_HITS].samples[0].value for m in counted)
+    assert 0 < res.hits == hits
+    assert set(served) == {"r0", "r1"}
+    assert summary["cluster"] == "c0" and summary["replicas"] == 2 and summary["m"] == 65536
+
+
+def test_the_plugins_go_tests_pass() -> None:
+    go = shutil.which("go")
+    if go is None:
+        pytest.skip("no Go toolchain on PATH: the plugin is still exercised through Traefik above")
+    env = {**os.environ, "GOPROXY": "off", "GOFLAGS": "-mod=mod"}   # standard library only: nothing to fetch
+    done = subprocess.run([go, "test", "-count=1", "./..."], cwd=PLUGINS_DIR / "src" / KV_MODULE, env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29's agreement goal: 2 clusters x 2 live engines, each cluster behind the plugin as its workload
+    gateway (publishing its summary), the plugin in its control-plane mode in front (reading the summaries
+    before every request, as the simulator's publish interval 0 does), 2,000 requests one at a time. The
+    (cluster, replica) of each must be the simulator's for >= 95% of them."""
+    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
+    trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
+             for i, r in enumerate(conversations(2000, conversations=150, blocks_per_turn=2))]
+    names = [f"c{c}r{r}" for c in range(2) for r in range(2)]
+    engines = {n: Engine(n, tmp_path, deployment="chat", extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"])
+               for n in names}
+    traefik = Traefik("gw", tmp_path, plugins=True)
+    try:
+        for e in engines.values():
+            e.wait_ready()
+        traefik.wait_ready()
+        routers: dict[str, object] = {"cp": {"entryPoints": ["web"], "rule": "PathPrefix(`/v1`)", "middlewares": ["cp"],
+                                             "service": "noop@internal"}}
+        middlewares: dict[str, object] = {"cp": {"plugin": {KV_PLUGIN: {
+            "clusters": [{"name": f"c{c}", "url": f"{traefik.url}/c{c}", "weight": 1} for c in range(2)],
+            "summaryIntervalS": 0}}}}
+        for c in range(2):
+            routers[f"c{c}"] = {"entryPoints": ["web"], "rule": f"PathPrefix(`/c{c}/`)",
+                                "middlewares": [f"strip{c}", f"c{c}"], "service": "noop@internal"}
+            middlewares[f"strip{c}"] = {"stripPrefix": {"prefixes": [f"/c{c}"]}}
+            middlewares[f"c{c}"] = {"plugin": {KV_PLUGIN: {"replicas": [engines[f"c{c}r{r}"].url for r in range(2)],
+                                                          "kvBlocks": BLOCKS, "cluster": f"c{c}"}}}
+        traefik.apply({"http": {"routers": routers, "middlewares": middlewares}}, timeout=60)
+        served: list[tuple[str, str]] = []
+        with httpx.Client(timeout=10) as client:
+            for r in trace:
+                answer = client.post(f"{traefik.url}/v1/chat/completions", json={
+                    "messages": [], "kv_block_hashes": list(r.blocks), "prompt_tokens": r.input_tokens,
+                    "max_tokens": r.output_tokens})
+                assert answer.status_code == 200, answer.text
+                name = answer.headers["x-served-by"]
+                served.append((answer.headers["x-modelplane-cluster"], name))
+    finally:
+        traefik.stop()
+        for e in engines.values():
+            e.stop()
+    fleet = build_fleet(2, 2, EngineProfile(kv_capacity_blocks=BLOCKS))
+    fleet.publish_interval_s = 0.0
+    res = simulate(trace, fleet, "cache-aware")
+    expected = [(p[0], p[1].replace("-", "")) if p else ("", "") for p in res.placements]
+    agree = sum(a == b for a, b in zip(served, expected, strict=True)) / len(trace)
+    assert agree >= 0.95, f"{agree:.1%} of 2,000 decisions agree"
+    assert {c for c, _ in served} == {"c0", "c1"} and res.decisions["known"] > 100
