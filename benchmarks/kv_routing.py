@@ -142,8 +142,8 @@ def traefik_hops(trace: list) -> dict[str, tuple[float, float]]:
     import httpx
 
     from modelplane.gateway import config as gateway_config
-    from modelplane.gateway.process import Engine, Traefik
     from modelplane.gateway.security import plugin_static
+    from modelplane.runtime.process import Engine, Traefik
 
     def with_kvroute() -> dict:
         static = plugin_static()

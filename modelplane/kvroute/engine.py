@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 # The cache, the hit rule and the constants live in the mock engine, which runs alone in a pod and
 # can import nothing of ours: the live engine and the simulator share one model (docs/kv-routing.md).
-from modelplane.mock_engine import (
+from modelplane.runtime.mock_engine import (
     BLOCK_TOKENS,
     DECODE_S_PER_TOKEN,
     KV_CAPACITY_BLOCKS,

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from modelplane.files import FileReadError, read_regular_file, shown
-from modelplane.mock_engine import BLOCK_TOKENS  # the Mooncake release's block size, the engine model's
 from modelplane.redact import outside_text
+from modelplane.runtime.mock_engine import BLOCK_TOKENS  # the Mooncake release's block size, the engine model's
 
 MAX_TRACE_BYTES = 256 * 1024 * 1024     # the conversation trace is 3 MB
 MAX_LINE_CHARS = 256 * 1024             # its longest line is ~2 KB (247 ids)

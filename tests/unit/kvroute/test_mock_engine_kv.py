@@ -1,4 +1,4 @@
-"""The mock engine's KV-cache model (modelplane.mock_engine, the one home of the model kvroute's
+"""The mock engine's KV-cache model (modelplane.runtime.mock_engine, the one home of the model kvroute's
 simulator runs): what a request body may ask of it, the series it adds to /metrics with vLLM's
 names, and a short replay through the live engine process counting exactly what the simulator counts.
 
@@ -18,10 +18,10 @@ import pytest
 
 from modelplane import mock_engine
 from modelplane.autoscale.exposition import parse
-from modelplane.gateway.process import Engine
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
+from modelplane.runtime.process import Engine
 from tests.unit.kvroute.traces import conversations
 
 
