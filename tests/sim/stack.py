@@ -47,14 +47,52 @@ OURS = ("/api/v1/pods", "/api/v1/services", "/api/v1/configmaps", "/api/v1/secre
         "/apis/resource.k8s.io/v1/resourceclaimtemplates", "/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets")
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.5) -> Any:
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.5,
+             explain: Callable[[], str] | None = None) -> Any:
+    """`check()`'s first truthy value, polled every `interval` s; after `timeout` s an
+    AssertionError naming `what`, with `explain()` (what the cluster said: `scheduler_said`) and
+    the last value checked."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        if time.monotonic() >= deadline:
+            message = f"timed out after {timeout:g}s waiting for {what} (last: {_short(value)})"
+            if explain is not None:
+                try:
+                    message += "\n" + explain()
+                except Exception as exc:  # noqa: BLE001 - the timeout is the failure; the explanation is a bonus
+                    message += f"\n(could not ask the cluster why: {exc})"
+            raise AssertionError(message)
         time.sleep(interval)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def scheduler_said(kube: KubeClient, namespace: str, selector: str | None = None, events: int = 20) -> str:
+    """What kube-scheduler said about the pods of `namespace` (`selector`: a label selector) it
+    has not bound: each one's PodScheduled condition, then the namespace's last `events`
+    scheduling Events (FailedScheduling and the like), for a timeout's message."""
+    params = {"labelSelector": selector} if selector else None
+    lines = []
+    for pod in kube.items(f"/api/v1/namespaces/{namespace}/pods", params):
+        name, node = pod["metadata"]["name"], pod["spec"].get("nodeName")
+        if node:
+            lines.append(f"  {name}: bound to {node}")
+            continue
+        said = [f"{c.get('reason') or c.get('status')}: {c.get('message') or '-'}"
+                for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
+        lines.append(f"  {name}: not bound; PodScheduled {'; '.join(said) or 'not yet set (not tried yet)'}")
+    found = [e for e in kube.items(f"/api/v1/namespaces/{namespace}/events")
+             if "default-scheduler" in ((e.get("source") or {}).get("component"), e.get("reportingComponent"))]
+    found.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    lines += [f"  event {e.get('reason')} {(e.get('involvedObject') or {}).get('name')}: {e.get('message')}"
+              for e in found[-events:]]
+    return f"kube-scheduler on {kube.server}, namespace {namespace}:\n" + ("\n".join(lines) or "  no pods, no events")
 
 
 @dataclass
@@ -168,6 +206,25 @@ def remove_stale_stack_files(max_age_s: float = 7200) -> None:
 
 
 # -------------------------------------------------------------------- what the clusters hold
+
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+def cordon(kube: KubeClient, nodes: list[str], unschedulable: bool = True) -> None:
+    """Cordon (or uncordon) `nodes`, as `kubectl cordon` does: spec.unschedulable, which
+    kube-scheduler's NodeUnschedulable filter reads; uncordoning requeues the pods it refused."""
+    for name in nodes:
+        resp = kube.http.patch(f"/api/v1/nodes/{name}", json={"spec": {"unschedulable": unschedulable or None}},
+                               headers=MERGE_PATCH)
+        assert resp.status_code == 200, f"{'cordon' if unschedulable else 'uncordon'} {name}: {resp.text}"
+
+
+def unschedulable(pod: dict[str, Any]) -> bool:
+    """kube-scheduler tried the pod and found no node (PodScheduled False, Unschedulable)."""
+    return not pod["spec"].get("nodeName") and any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or [])
+
 
 def running_pods(kube: KubeClient, namespace: str, selector: str) -> list[dict[str, Any]]:
     return [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector})
