@@ -251,7 +251,7 @@ class ReplicaPods:
     pods: dict[tuple[str, int], list[dict[str, Any]]]
 
 
-def check_placement(stack: SimStack, timeout: float = 90.0) -> list[ReplicaPods]:
+def check_placement(stack: SimStack, timeout: float = 180.0) -> list[ReplicaPods]:
     """Every placed replica's pods are Running on nodes of the pool the plan chose for their
     member, every claim is allocated by the real kube-scheduler with the device count the plan
     charged (on the pod's own node), and each LeaderWorkerSet group has 1 + worker.nodes pods per
@@ -286,7 +286,8 @@ def _check_replica(kube: KubeClient, spec: Any, namespace: str, deployment: str,
         selector = (f"modelplane.ai/deployment={deployment},modelplane.ai/replica-index={replica.index},"
                     f"modelplane.ai/engine={engine.name}")
         pods = wait_for(f"{want} Running pods of {replica.name}/{engine.name} on {replica.cluster}",
-                        functools.partial(_exactly, want, kube, namespace, selector), timeout)
+                        functools.partial(_exactly, want, kube, namespace, selector), timeout,
+                        explain=functools.partial(scheduler_said, kube, namespace, selector))
         gang = len(members) > 1 or any(m.role != "Standalone" for m in members)
         groups: dict[str, int] = {}
         for pod in pods:
@@ -345,4 +346,5 @@ def assert_nothing_left(stack: SimStack, clusters: list[str], before: dict[tuple
                 found += [f"namespace {n['metadata']['name']}" for n in kube.items("/api/v1/namespaces",
                                                                                    {"labelSelector": MANAGED})]
                 return found
-            wait_for(f"no object of ours on {cluster} (left: {leftovers()})", lambda: not leftovers(), timeout)
+            wait_for(f"no object of ours on {cluster}", lambda: not leftovers(), timeout,
+                     explain=lambda: f"left: {leftovers()}")
