@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.sim.conftest import REPO, StackFactory
-from tests.sim.stack import SimStack, wait_for
+from tests.sim.stack import SimStack, scheduler_said, wait_for
 from tests.sim.test_observe_stack import Loop, StartFleet, outputs, reconcile_cli, succeeded  # noqa: F401
 
 pytestmark = [pytest.mark.sim, pytest.mark.engine]
@@ -89,7 +89,8 @@ def test_reconcile_with_a_metrics_file_scales_the_real_clusters_and_drains_befor
     with stack.kube("eu-west") as kube:
         wait_for("the chat pods Running", lambda: len([
             p for p in kube.items("/api/v1/namespaces/ml-team/pods")
-            if p["status"].get("phase") == "Running"]) == len(three["eu-west"]))
+            if p["status"].get("phase") == "Running"]) == len(three["eu-west"]),
+            explain=lambda: scheduler_said(kube, "ml-team"))
 
     # quiet: after the scale-down window, 3 -> 1; the leaving replicas keep their objects
     quiet = tmp_path / "quiet.json"

@@ -24,7 +24,7 @@ from sim import KubeClient, SimFleet, SimTools
 from tests import manifests as g
 
 from .conftest import REPO, processes_mentioning
-from .stack import wait_for
+from .stack import scheduler_said, wait_for
 
 pytestmark = pytest.mark.sim
 
@@ -86,7 +86,8 @@ def hold_gpus(kube: KubeClient, count: int) -> None:
                           "containers": [{"name": "job", "image": "busybox",
                                           "resources": {"claims": [{"name": "gpus"}]}}]}}, exist_ok=True)
     wait_for("the other tenant's claim to be allocated", lambda: kube.get(
-        "/apis/resource.k8s.io/v1/namespaces/other-team/resourceclaims/their-gpus").get("status", {}).get("allocation"))
+        "/apis/resource.k8s.io/v1/namespaces/other-team/resourceclaims/their-gpus").get("status", {}).get("allocation"),
+        explain=lambda: scheduler_said(kube, "other-team"))
 
 
 def plan_observe(manifests: Path, state: Path, *extra: str) -> dict[str, Any]:
