@@ -39,7 +39,7 @@ GROUP = "leaderworkerset.sigs.k8s.io/group-index"
 WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
 REPLICA = "modelplane.ai/replica-index"
 HOLD = "modelplane.ai/test-leaders-first"    # a scheduling gate of this test's, never rendered
-WAIT_S = 240                                 # per condition; a quiet machine needs seconds
+WAIT_S = 120      # per condition: seconds on a quiet machine; 12x kube-scheduler's longest backoff (10 s)
 
 
 def _pods(kube: KubeClient) -> list[dict[str, Any]]:
