@@ -65,12 +65,12 @@ from modelplane.render.gateway import (
     static_gateway_url,
     workload_gateway_name,
 )
-from modelplane.render.output import write_cluster_files
 from modelplane.render.serving import bind_eks_cluster_name
 from modelplane.routing import Credential
 from modelplane.scheduler import FleetPlacement, PlacementFormatError
 from modelplane.scheduler.report import deployment_outputs, format_table, shortfalls
 from providers.placement import FleetPlacementArgs, FleetPlacementResource
+from providers.rendered_files import ServingStackFiles
 
 TYPE = "modelplane:index:ModelplaneFleet"
 CONTROL_HOST_PORT = 8080  # Kind: the control-plane gateway on http://localhost:8080
@@ -315,14 +315,11 @@ class ModelplaneFleet(pulumi.ComponentResource):
             stack_objects=foundation.stack_objects() if render_dir else (),
             chart_depends_on=cluster.chart_dependencies),
             pulumi.ResourceOptions(parent=cluster, providers=[cluster.provider], depends_on=[cluster.namespace]))
-        if render_dir and not pulumi.runtime.is_dry_run():
+        if render_dir and (files := foundation.stack_files()):
             # What `modelplane render` writes besides the manifests: the charts to install, the IAM
-            # the cluster-autoscaler needs (never at preview, which writes nothing).
-            try:
-                write_cluster_files(os.path.join(render_dir, name), foundation.stack_files())
-            except OSError as exc:
-                raise ResourceError(f"cannot write the serving stack's files under {render_dir}: "
-                                    f"{exc.strerror or exc}", cluster) from None
+            # the cluster-autoscaler needs; a resource, so preview writes nothing and destroy removes them.
+            ServingStackFiles(f"{name}-serving-files", os.path.join(render_dir, name), files,
+                              pulumi.ResourceOptions(parent=cluster))
         base = ClusterReady((cluster.namespace, stack, *stack.ready))
 
         def register(fp: FleetPlan) -> ClusterReady:

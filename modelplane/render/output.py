@@ -9,6 +9,7 @@ directory removed on the next run, while directories OUT holds for other reasons
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -134,3 +135,15 @@ def write_cluster_files(cluster_dir: str | Path, files: Mapping[str, str]) -> in
         return len(files)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def remove_cluster_files(cluster_dir: str | Path) -> None:
+    """Undo `write_cluster_files`: remove the serving stack's subdirectories of one cluster
+    directory, and the directory itself once nothing else is in it (the render stack's destroy)."""
+    target = Path(cluster_dir)
+    for top in SERVING_STACK_DIRS:
+        if (target / top).is_dir() and not (target / top).is_symlink():
+            shutil.rmtree(target / top)
+    # Absent, or the Kubernetes provider's manifests are still in it: either way, leave it.
+    with contextlib.suppress(OSError):
+        target.rmdir()

@@ -110,7 +110,9 @@ def test_a_foreign_claim_holds_4_of_8_gpus_the_plan_places_on_the_4_free_and_pre
     doc = plan_observe(manifests, state)
     assert placed(doc, "chat") == [("foreign", 0)]
     chat = next(d for d in doc["deployments"] if d["name"] == "chat")
-    assert chat["unplaced"][0]["reasons"]["foreign"] == "engine main: short by 4 devices in pool gpu"
+    refused = {name: why for group in chat["unplaced"][0]["refusals"]["groups"]
+               for name, why in group["examples"].items()}
+    assert refused["foreign"] == "engine main: short by 4 devices in pool gpu"
     assert doc["capacity"]["foreign"] == {"source": "observed", "pools": {"gpu": {
         "source": "observed", "nodes": 1, "devices": 8, "held": 4, "free": [{"devices": [4], "nodes": 1}]}}}
     table = cli("plan", str(manifests), "--observe", str(state))

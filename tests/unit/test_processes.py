@@ -106,10 +106,14 @@ def test_a_grandchild_in_the_group_is_gone(spawned: Callable[..., subprocess.Pop
 
 
 def test_a_ladder_sends_its_own_signals_in_order(spawned: Callable[..., subprocess.Popen[str]]) -> None:
-    """SIGINT first (a CLI cancels on Ctrl-C): a child that obeys it never sees SIGTERM."""
+    """SIGINT first (a CLI cancels on Ctrl-C): a child that obeys it never sees SIGTERM.
+
+    The SIGINT step's wait is generous: on a loaded machine a Python child can take seconds to
+    unwind its KeyboardInterrupt, and a 5 s step let the SIGKILL step fire (exit -9: the flake seen
+    under load). stop_groups returns as soon as the child is gone, so it costs nothing here."""
     child = spawned(SLEEPS)
-    assert stop_groups([Child(child)], ladder=((signal.SIGINT, 5.0), (signal.SIGKILL, 5.0))) == []
-    assert child.returncode in (-signal.SIGINT, 1)      # KeyboardInterrupt in python -c exits 1
+    assert stop_groups([Child(child)], ladder=((signal.SIGINT, 60.0), (signal.SIGKILL, 5.0))) == []
+    assert child.returncode in (-signal.SIGINT, 1), child.returncode   # KeyboardInterrupt in python -c exits 1
 
 
 # --- identity: what is never signalled ---------------------------------------------------------

@@ -107,3 +107,53 @@ def test_the_render_stack_replaces_only_its_serving_stack_files(tmp_path: Path) 
     with pytest.raises(ValueError):
         write_cluster_files(cluster, {"../out.txt": "x"})
     assert not (tmp_path / "out.txt").exists() and (cluster / "charts/01-a/release.yaml").exists()
+
+
+def test_the_render_stack_removes_its_serving_stack_files_and_only_them(tmp_path: Path) -> None:
+    """A render stack's destroy (remove_cluster_files, called by providers/rendered_files.py):
+    the charts and cloud subdirectories go; the Kubernetes provider's manifests, a symlinked
+    directory's target and the cluster directory while it still holds anything stay."""
+    from modelplane.render.output import remove_cluster_files, write_cluster_files
+
+    cluster, elsewhere = tmp_path / "c", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep")
+    write_cluster_files(cluster, {"charts/01-a/release.yaml": "a", "cloud/iam.json": "{}"})
+    (cluster / "1-manifest").mkdir()
+    (cluster / "1-manifest" / "x.yaml").write_text("kind: X\n")
+    remove_cluster_files(cluster)
+    assert sorted(str(p.relative_to(cluster)) for p in cluster.rglob("*")) == ["1-manifest", "1-manifest/x.yaml"]
+    (cluster / "1-manifest" / "x.yaml").unlink()
+    (cluster / "1-manifest").rmdir()
+    (cluster / "charts").symlink_to(elsewhere, target_is_directory=True)
+    remove_cluster_files(cluster)
+    assert (elsewhere / "keep.txt").read_text() == "keep"
+    (cluster / "charts").unlink()
+    remove_cluster_files(cluster)
+    assert not cluster.exists()
+    remove_cluster_files(cluster)   # already gone: nothing to do
+
+
+def test_the_serving_stack_files_resource_writes_rewrites_and_removes(tmp_path: Path) -> None:
+    """providers/rendered_files.py: create writes, an update with other files replaces them, a
+    new directory replaces the resource, delete removes; a file it cannot write is a message."""
+    from providers.rendered_files import ServingStackFilesProvider
+
+    provider, cluster = ServingStackFilesProvider(), tmp_path / "c"
+    props = {"dir": str(cluster), "files": {"charts/01-a/release.yaml": "a"}}
+    created = provider.create(props)
+    assert (cluster / "charts/01-a/release.yaml").read_text() == "a"
+    news = {"dir": str(cluster), "files": {"cloud/iam.json": "{}"}}
+    diff = provider.diff(created.id, created.outs, news)
+    assert diff.changes and not diff.replaces
+    updated = provider.update(created.id, created.outs, news)
+    assert updated.outs["digest"] != created.outs["digest"]
+    assert sorted(str(p.relative_to(cluster)) for p in cluster.rglob("*") if p.is_file()) == ["cloud/iam.json"]
+    assert provider.diff(created.id, updated.outs, {**news, "dir": str(tmp_path / "d")}).replaces == ["dir"]
+    assert not provider.diff(created.id, updated.outs, news).changes
+    provider.delete(created.id, updated.outs)
+    assert not cluster.exists()
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    with pytest.raises(RuntimeError, match=r"cannot write the serving stack's files under .*file"):
+        provider.create({"dir": str(blocked), "files": {"charts/x.yaml": "x"}})
