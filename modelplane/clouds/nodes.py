@@ -6,6 +6,8 @@ EKS/GKE nodes from these."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from modelplane.api import Fleet, InferenceCluster, NodePool
 from modelplane.json_types import JsonObject
 from modelplane.vocabulary import LABEL_EFA, LABEL_POOL, LABEL_ROLE
@@ -42,19 +44,42 @@ def provisioned_node_labels(fleet: Fleet, cluster: InferenceCluster, pool: NodeP
     return labels
 
 
-def gang_zone_affinity(cluster: InferenceCluster, workload_label: str, workload: str, gang_index_key: str
-                       ) -> JsonObject | None:
-    """A required pod affinity that keeps every pod of one gang copy in one zone, on sources
-    whose nodes carry the zone label (None elsewhere: a term whose topology key a node lacks
-    filters the node out). Pods of the copy are the workload's pods with the same gang index
-    (`matchLabelKeys`, merged into the selector by the API server at pod creation, KEP-3633);
-    the first pod of a copy matches its own term, so it may land in any zone and the rest follow
-    (kube-scheduler InterPodAffinity `satisfyPodAffinity`)."""
+def gang_zone_affinity(cluster: InferenceCluster, workload_label: str, workload: str, gang_index_key: str,
+                       zones: Sequence[str] = ()) -> JsonObject | None:
+    """The affinity that keeps every pod of one gang copy in one zone, and the copies in the
+    zones the plan charged for them (`zones`: EnginePlacement.zones, zone of copy c at c), on
+    sources whose nodes carry the zone label (None elsewhere: a term whose topology key a node
+    lacks filters the node out).
+
+    * A required pod affinity: the pods of a copy are the workload's pods with the same gang
+      index (`matchLabelKeys`, merged into the selector by the API server at pod creation,
+      KEP-3633); the first pod of a copy matches its own term (kube-scheduler InterPodAffinity
+      `satisfyPodAffinity`), so it lands in any zone the rest allows and the rest follow it.
+    * With planned zones, a required node affinity `zone In <planned zones>`: one workload's
+      copies share a template, so no copy can be pinned to its own zone, but none leaves the
+      zones the plan charged.
+    * When every copy has a zone of its own (as many distinct zones as copies), a required pod
+      anti-affinity on the other copies' pods (`mismatchLabelKeys`: the gang index `notin` the
+      pod's own): two copies never share a zone. Without it the copies' first pods (the LWS
+      leaders, created before any worker) may take one zone together, and each copy's workers,
+      bound to their leader's zone, wait there for room the plan put in the other zone.
+      Where zones repeat (3 copies over 2 zones) no such term holds the plan's counts, so only
+      the zone set is kept and kube-scheduler decides which copies share a zone."""
     if cluster.source not in ZONE_LABELLED_SOURCES:
         return None
-    term = {"labelSelector": {"matchLabels": {workload_label: workload}}, "matchLabelKeys": [gang_index_key],
+    copy = {"labelSelector": {"matchLabels": {workload_label: workload}}, "matchLabelKeys": [gang_index_key],
             "topologyKey": ZONE_LABEL}
-    return {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    affinity: JsonObject = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [copy]}}
+    planned = sorted(set(zones))
+    if planned:
+        zone_in = {"key": ZONE_LABEL, "operator": "In", "values": planned}
+        affinity["nodeAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [zone_in]}]}}
+    if len(zones) > 1 and len(planned) == len(zones):
+        others = {"labelSelector": {"matchLabels": {workload_label: workload}},
+                  "mismatchLabelKeys": [gang_index_key], "topologyKey": ZONE_LABEL}
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [others]}
+    return affinity
 
 
 def provisioned_node_taints(cluster: InferenceCluster, pool: NodePool) -> list[dict[str, str]]:

@@ -72,10 +72,12 @@ def pod_spec(m: MemberContext) -> Manifest:
     # The hard pin that makes the fleet scheduler's pool choice binding on the cluster.
     spec["nodeSelector"] = {LABEL_POOL: m.pool}
     if m.gang is not None:
-        # One gang copy's pods in one zone: NCCL across zones is slow, and a pool's placement
-        # group (EKS EFA) or compact policy (GKE) is per zone.
+        # One gang copy's pods in one zone, and the copies in the zones the plan charged for
+        # them: NCCL across zones is slow, and a pool's placement group (EKS EFA) or compact
+        # policy (GKE) is per zone.
         index_key = LABEL_GROVE_SCALING_GROUP_INDEX if m.gang == "grove" else LABEL_LWS_GROUP_INDEX
-        affinity = gang_zone_affinity(m.replica.cluster, LABEL_WORKLOAD, workload_object_name(m), index_key)
+        zones = m.replica.replica.engines[m.engine.name].zones
+        affinity = gang_zone_affinity(m.replica.cluster, LABEL_WORKLOAD, workload_object_name(m), index_key, zones)
         if affinity is not None:
             spec["affinity"] = affinity
     spec["tolerations"] = [dict(GPU_TOLERATION)]

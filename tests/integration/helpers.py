@@ -21,7 +21,7 @@ def select(dep: str, weight: int = 1, cluster: str | None = None, priority: int 
     return RouteEntry(dep, weight, labels, priority)
 
 
-def wait_only(url: str, replica_name: str, timeout: float = 5.0, run: int = 20, client_kwargs=None) -> None:
+def wait_only(url: str, replica_name: str, timeout: float = 60.0, run: int = 20, client_kwargs=None) -> None:
     """Poll `url/v1/models` until `run` answers in a row come from `replica_name`.
 
     Observes health-check detection from the outside (the control plane's API stays

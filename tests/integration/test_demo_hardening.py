@@ -102,7 +102,7 @@ class Demo:
         return list(self.tmp.glob("modelplane-local-*"))
 
 
-def _wait(check, timeout: float = 10.0) -> bool:
+def _wait(check, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

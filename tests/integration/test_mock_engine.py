@@ -53,10 +53,10 @@ def test_fail_health_after_n_keeps_serving(engines):
 def test_exit_after_n_answers_then_exits(engines):
     e = engines("r-3", "--exit-after", "1")
     assert httpx.post(f"{e.url}/v1/chat/completions", json={}).status_code == 200
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60         # a liveness bound for a loaded machine
     while e.alive() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not e.alive()
+    assert not e.alive(), "the engine still runs 60 s after its one answer (--exit-after 1)"
 
 
 def test_api_key_from_the_environment(engines):

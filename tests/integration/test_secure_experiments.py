@@ -3,6 +3,7 @@ under load: the protections must cost no request."""
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -77,25 +78,39 @@ def test_2000_streams_with_a_key_rotation_in_the_middle_lose_none(secure_fleet):
         with httpx.Client(timeout=20, verify=verify, headers={"Authorization": f"Bearer {KEY_A}"}) as c:
             slow_outcomes.append(_stream_once(c, slow_url))
 
-    def rotate() -> None:
-        while done[0] < STREAMS // 3:
+    problems: list[str] = []                                          # the rotator's, for the assertion below
+
+    def until(what: str, check: Callable[[], bool], timeout: float = 120) -> bool:
+        """A condition with a deadline for a loaded machine; False (and said why) at the deadline."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                problems.append(f"not within {timeout:g} s: {what}")
+                return False
             time.sleep(0.01)
+        return True
+
+    def rotate() -> None:
+        if not until(f"a third of the streams done ({done[0]} of {STREAMS})", lambda: done[0] >= STREAMS // 3):
+            return
         slow = [threading.Thread(target=slow_stream) for _ in range(SLOW)]
         for t in slow:
             t.start()
-        deadline = time.monotonic() + 10
-        while len(httpx.get(f"{fleet.engines['slow-0'].url}/debug/headers").json()["requests"]) < SLOW:
-            assert time.monotonic() < deadline, "the slow streams never reached their engine"
-            time.sleep(0.01)
-        fleet.set_callers({"team-a": KEY_A, "team-b": KEY_B})      # add the new key
-        with lock:
-            current[0] = KEY_B                                        # clients move to it
-        while len(read_b) < CLIENTS:
-            time.sleep(0.005)
-        fleet.set_callers({"team-b": KEY_B})                          # revoke the old one
-        rotated.set()
-        for t in slow:
-            t.join()
+        try:
+            if not until("the slow streams reached their engine", lambda: len(httpx.get(
+                    f"{fleet.engines['slow-0'].url}/debug/headers").json()["requests"]) >= SLOW):
+                return
+            fleet.set_callers({"team-a": KEY_A, "team-b": KEY_B})      # add the new key
+            with lock:
+                current[0] = KEY_B                                        # clients move to it
+            if not until(f"every client on the new key ({len(read_b)} of {CLIENTS})",
+                         lambda: len(read_b) >= CLIENTS or done[0] >= STREAMS):
+                return
+            fleet.set_callers({"team-b": KEY_B})                          # revoke the old one
+            rotated.set()
+        finally:
+            for t in slow:
+                t.join()
 
     rotator = threading.Thread(target=rotate)
     rotator.start()
@@ -106,7 +121,7 @@ def test_2000_streams_with_a_key_rotation_in_the_middle_lose_none(secure_fleet):
         rotator.join()
         for c in clients:
             c.close()
-    assert rotated.is_set()
+    assert rotated.is_set() and len(read_b) == CLIENTS, problems or f"{len(read_b)} of {CLIENTS} clients moved"
     assert Counter(o for o, _ in outcomes) == {"ok": STREAMS}
     assert Counter(o for o, _ in slow_outcomes) == {"ok": SLOW}, "a stream in flight was cut by the revocation"
     with httpx.Client(verify=verify, headers={"Authorization": f"Bearer {KEY_A}"}) as old:

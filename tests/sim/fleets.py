@@ -119,6 +119,33 @@ def scaling_fleet(directory: Path, replicas: int, drained: str | None = None) ->
     return _write(directory, docs)
 
 
+ZONES = ["us-east-1a", "us-east-1b"]
+
+
+def _zonal_gang(copies: int, workers: int = 1) -> dict[str, Any]:
+    """A Leader + Worker vLLM engine, 8 H100s per pod (one p5 node each)."""
+    usable = mem_at_least("79Gi")
+    return engine("vllm", _member("Leader", 8, usable), _member("Worker", 8, usable, nodes=workers), copies=copies)
+
+
+def zonal_gang_fleet(directory: Path, nodes: int = 4, copies: int = 2, replicas: int = 1,
+                     workers: int = 1) -> Path:
+    """`zonal`: an EKS pool of `nodes` p5 nodes spread over us-east-1a and us-east-1b (half in
+    each), and `gang`: `replicas` replicas of `copies` copies of a Leader + `workers`-Worker gang."""
+    docs = [h100("h100"), cluster("zonal", pool("gpu", "h100", nodes, zones=ZONES), source=EKS),
+            _deployment("gang", replicas, _zonal_gang(copies, workers))]
+    return _write(directory, docs)
+
+
+def split_and_zonal_gang_fleet(directory: Path, split_zones: list[str]) -> Path:
+    """`split`: an EKS pool of two p5 nodes over `split_zones`; `zonal`: four nodes over two
+    zones; `gang`: three replicas of one copy of a Leader + 1-Worker gang (8 GPUs a pod)."""
+    docs = [h100("h100"), cluster("split", pool("gpu", "h100", 2, zones=split_zones), source=EKS),
+            cluster("zonal", pool("gpu", "h100", 4, zones=ZONES), source=EKS),
+            _deployment("gang", 3, _zonal_gang(1))]
+    return _write(directory, docs)
+
+
 def _write(directory: Path, docs: list[dict[str, Any]]) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "fleet.yaml").write_text(to_yaml(docs))

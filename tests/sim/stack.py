@@ -47,14 +47,52 @@ OURS = ("/api/v1/pods", "/api/v1/services", "/api/v1/configmaps", "/api/v1/secre
         "/apis/resource.k8s.io/v1/resourceclaimtemplates", "/apis/leaderworkerset.x-k8s.io/v1/leaderworkersets")
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.5) -> Any:
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 90.0, interval: float = 0.5,
+             explain: Callable[[], str] | None = None) -> Any:
+    """`check()`'s first truthy value, polled every `interval` s; after `timeout` s an
+    AssertionError naming `what`, with `explain()` (what the cluster said: `scheduler_said`) and
+    the last value checked."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
-        assert time.monotonic() < deadline, f"timed out after {timeout:g}s waiting for {what}"
+        if time.monotonic() >= deadline:
+            message = f"timed out after {timeout:g}s waiting for {what} (last: {_short(value)})"
+            if explain is not None:
+                try:
+                    message += "\n" + explain()
+                except Exception as exc:  # noqa: BLE001 - the timeout is the failure; the explanation is a bonus
+                    message += f"\n(could not ask the cluster why: {exc})"
+            raise AssertionError(message)
         time.sleep(interval)
+
+
+def _short(value: Any, limit: int = 300) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def scheduler_said(kube: KubeClient, namespace: str, selector: str | None = None, events: int = 20) -> str:
+    """What kube-scheduler said about the pods of `namespace` (`selector`: a label selector) it
+    has not bound: each one's PodScheduled condition, then the namespace's last `events`
+    scheduling Events (FailedScheduling and the like), for a timeout's message."""
+    params = {"labelSelector": selector} if selector else None
+    lines = []
+    for pod in kube.items(f"/api/v1/namespaces/{namespace}/pods", params):
+        name, node = pod["metadata"]["name"], pod["spec"].get("nodeName")
+        if node:
+            lines.append(f"  {name}: bound to {node}")
+            continue
+        said = [f"{c.get('reason') or c.get('status')}: {c.get('message') or '-'}"
+                for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
+        lines.append(f"  {name}: not bound; PodScheduled {'; '.join(said) or 'not yet set (not tried yet)'}")
+    found = [e for e in kube.items(f"/api/v1/namespaces/{namespace}/events")
+             if "default-scheduler" in ((e.get("source") or {}).get("component"), e.get("reportingComponent"))]
+    found.sort(key=lambda e: str(e.get("lastTimestamp") or e.get("eventTime") or ""))
+    lines += [f"  event {e.get('reason')} {(e.get('involvedObject') or {}).get('name')}: {e.get('message')}"
+              for e in found[-events:]]
+    return f"kube-scheduler on {kube.server}, namespace {namespace}:\n" + ("\n".join(lines) or "  no pods, no events")
 
 
 @dataclass
@@ -169,6 +207,25 @@ def remove_stale_stack_files(max_age_s: float = 7200) -> None:
 
 # -------------------------------------------------------------------- what the clusters hold
 
+MERGE_PATCH = {"Content-Type": "application/merge-patch+json"}
+
+
+def cordon(kube: KubeClient, nodes: list[str], unschedulable: bool = True) -> None:
+    """Cordon (or uncordon) `nodes`, as `kubectl cordon` does: spec.unschedulable, which
+    kube-scheduler's NodeUnschedulable filter reads; uncordoning requeues the pods it refused."""
+    for name in nodes:
+        resp = kube.http.patch(f"/api/v1/nodes/{name}", json={"spec": {"unschedulable": unschedulable or None}},
+                               headers=MERGE_PATCH)
+        assert resp.status_code == 200, f"{'cordon' if unschedulable else 'uncordon'} {name}: {resp.text}"
+
+
+def unschedulable(pod: dict[str, Any]) -> bool:
+    """kube-scheduler tried the pod and found no node (PodScheduled False, Unschedulable)."""
+    return not pod["spec"].get("nodeName") and any(
+        c.get("type") == "PodScheduled" and c.get("reason") == "Unschedulable"
+        for c in (pod.get("status") or {}).get("conditions") or [])
+
+
 def running_pods(kube: KubeClient, namespace: str, selector: str) -> list[dict[str, Any]]:
     return [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": selector})
             if p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
@@ -194,7 +251,7 @@ class ReplicaPods:
     pods: dict[tuple[str, int], list[dict[str, Any]]]
 
 
-def check_placement(stack: SimStack, timeout: float = 90.0) -> list[ReplicaPods]:
+def check_placement(stack: SimStack, timeout: float = 180.0) -> list[ReplicaPods]:
     """Every placed replica's pods are Running on nodes of the pool the plan chose for their
     member, every claim is allocated by the real kube-scheduler with the device count the plan
     charged (on the pod's own node), and each LeaderWorkerSet group has 1 + worker.nodes pods per
@@ -229,7 +286,8 @@ def _check_replica(kube: KubeClient, spec: Any, namespace: str, deployment: str,
         selector = (f"modelplane.ai/deployment={deployment},modelplane.ai/replica-index={replica.index},"
                     f"modelplane.ai/engine={engine.name}")
         pods = wait_for(f"{want} Running pods of {replica.name}/{engine.name} on {replica.cluster}",
-                        functools.partial(_exactly, want, kube, namespace, selector), timeout)
+                        functools.partial(_exactly, want, kube, namespace, selector), timeout,
+                        explain=functools.partial(scheduler_said, kube, namespace, selector))
         gang = len(members) > 1 or any(m.role != "Standalone" for m in members)
         groups: dict[str, int] = {}
         for pod in pods:
@@ -288,4 +346,5 @@ def assert_nothing_left(stack: SimStack, clusters: list[str], before: dict[tuple
                 found += [f"namespace {n['metadata']['name']}" for n in kube.items("/api/v1/namespaces",
                                                                                    {"labelSelector": MANAGED})]
                 return found
-            wait_for(f"no object of ours on {cluster} (left: {leftovers()})", lambda: not leftovers(), timeout)
+            wait_for(f"no object of ours on {cluster}", lambda: not leftovers(), timeout,
+                     explain=lambda: f"left: {leftovers()}")

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tests.sim.conftest import REPO, StackFactory
-from tests.sim.stack import SimStack, wait_for
+from tests.sim.stack import SimStack, scheduler_said, wait_for
 from tests.sim.test_observe_stack import Loop, StartFleet, outputs, reconcile_cli, succeeded  # noqa: F401
 
 pytestmark = [pytest.mark.sim, pytest.mark.engine]
@@ -89,12 +89,15 @@ def test_reconcile_with_a_metrics_file_scales_the_real_clusters_and_drains_befor
     with stack.kube("eu-west") as kube:
         wait_for("the chat pods Running", lambda: len([
             p for p in kube.items("/api/v1/namespaces/ml-team/pods")
-            if p["status"].get("phase") == "Running"]) == len(three["eu-west"]))
+            if p["status"].get("phase") == "Running"]) == len(three["eu-west"]),
+            explain=lambda: scheduler_said(kube, "ml-team"))
 
     # quiet: after the scale-down window, 3 -> 1; the leaving replicas keep their objects
     quiet = tmp_path / "quiet.json"
     quiet.write_text(json.dumps({"ml-team/chat": {"RequestsRunning": 0.2, "QueueDepth": 0}}))
-    time.sleep(WINDOW_S + 1)
+    # the window counts from the scale-up the state recorded (its wall-clock `at`), not from now
+    time.sleep(max(0.0, after["autoscaling"]["autoscalers"]["ml-team/chat"]["lastScale"]["at"] + WINDOW_S + 1
+                   - time.time()))
     line = run_cycle(reconcile_cli, stack, quiet)
     assert "autoscaled: ml-team/chat 3 -> 1" in line, line
     scaled_in = outputs(stack)
@@ -105,7 +108,7 @@ def test_reconcile_with_a_metrics_file_scales_the_real_clusters_and_drains_befor
     assert routed_clusters(control_routes(stack)) == {kept["cluster"]}
 
     # once drained (drainSeconds later), the next up deletes them
-    time.sleep(DRAIN_S + 1)
+    time.sleep(max(0.0, max(d["since"] for d in draining) + DRAIN_S + 1 - time.time()))   # from the recorded start
     run_cycle(reconcile_cli, stack, quiet)
     gone = outputs(stack)
     assert gone["autoscaling"]["draining"] == []

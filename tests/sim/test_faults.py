@@ -17,6 +17,7 @@ from modelplane.api import load_manifests
 from sim import SimError, SimFleet, SimTools
 from sim.fleet import port_free
 from sim.tools import REQUIRED
+from tests.sim.stack import wait_for
 
 from .conftest import REPO, processes_mentioning
 
@@ -159,9 +160,10 @@ def test_running_and_stale_state_dirs(sim_tools: SimTools, manifests: Path, tmp_
             os.kill(proc["pid"], signal.SIGKILL)
         # wait until the kernel has finished them (zombies count as gone): status reads the same
         # pid + start-time records that `up` checks
-        deadline = time.monotonic() + 10
-        while any(any(row.processes.values()) for row in SimFleet(state).status()) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for("the SIGKILLed processes finished", lambda: not [
+            (row.name, name) for row in SimFleet(state).status() for name, up in row.processes.items() if up],
+            timeout=60, interval=0.1,
+            explain=lambda: f"still running: {[(r.name, r.processes) for r in SimFleet(state).status()]}")
         with pytest.raises(SimError) as err:
             SimFleet(state, tools=sim_tools).up(fleet)
         assert "stale sim state" in str(err.value) and "sim down --state-dir" in str(err.value)

@@ -19,7 +19,7 @@ from sim import KubeClient, SimFleet, SimTools
 from sim.fleet import port_listening
 
 from .conftest import REPO, processes_mentioning
-from .stack import wait_for
+from .stack import scheduler_said, wait_for
 
 pytestmark = pytest.mark.sim
 
@@ -161,7 +161,8 @@ def test_usable_memory_gotcha_on_the_real_scheduler(east: KubeClient) -> None:
     _gpu_workload(east, "nominal", "80Gi")
 
     pod = wait_for("the fitting pod to run", lambda: next(
-        (p for p in _pods(east, "fits") if p.get("status", {}).get("phase") == "Running"), None))
+        (p for p in _pods(east, "fits") if p.get("status", {}).get("phase") == "Running"), None),
+        explain=lambda: scheduler_said(east, "team"))
     node = east.get(f"/api/v1/nodes/{pod['spec']['nodeName']}")
     assert node["metadata"]["labels"][POOL] == "h100-efa"
     claim_name = pod["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
@@ -179,7 +180,7 @@ def test_usable_memory_gotcha_on_the_real_scheduler(east: KubeClient) -> None:
                             {"fieldSelector": f"involvedObject.name={pending['metadata']['name']}"})
         return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
 
-    message = wait_for("a FailedScheduling event", reason)
+    message = wait_for("a FailedScheduling event", reason, explain=lambda: scheduler_said(east, "team"))
     assert "cannot allocate all claims" in message
     assert _pods(east, "nominal")[0]["status"]["phase"] == "Pending"
 
@@ -203,7 +204,7 @@ def test_leaderworkerset_creates_its_group(aws_sim: tuple[SimFleet, dict[str, Pa
         ok = [p for p in pods if p.get("status", {}).get("phase") == "Running"]
         return ok if len(ok) == 3 else None
 
-    pods = wait_for("3 LWS pods to run", running, timeout=90)
+    pods = wait_for("3 LWS pods to run", running, timeout=90, explain=lambda: scheduler_said(east, "gang"))
     assert sorted(p["metadata"]["name"] for p in pods) == ["llama-0", "llama-0-1", "llama-0-2"]
     indices = sorted(p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/worker-index"] for p in pods)
     assert indices == ["0", "1", "2"]

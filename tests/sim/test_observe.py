@@ -24,7 +24,7 @@ from sim import KubeClient, SimFleet, SimTools
 from tests import manifests as g
 
 from .conftest import REPO, processes_mentioning
-from .stack import wait_for
+from .stack import scheduler_said, wait_for
 
 pytestmark = pytest.mark.sim
 
@@ -86,7 +86,8 @@ def hold_gpus(kube: KubeClient, count: int) -> None:
                           "containers": [{"name": "job", "image": "busybox",
                                           "resources": {"claims": [{"name": "gpus"}]}}]}}, exist_ok=True)
     wait_for("the other tenant's claim to be allocated", lambda: kube.get(
-        "/apis/resource.k8s.io/v1/namespaces/other-team/resourceclaims/their-gpus").get("status", {}).get("allocation"))
+        "/apis/resource.k8s.io/v1/namespaces/other-team/resourceclaims/their-gpus").get("status", {}).get("allocation"),
+        explain=lambda: scheduler_said(kube, "other-team"))
 
 
 def plan_observe(manifests: Path, state: Path, *extra: str) -> dict[str, Any]:
@@ -199,6 +200,23 @@ def test_the_usable_memory_gotcha_verify_reports_the_pending_pod_with_the_schedu
     assert table.returncode == 1 and "MISMATCH:" in table.stdout and "cannot allocate all claims" in table.stdout
 
 
+def _ready(node: dict[str, Any]) -> str | None:
+    """The node's Ready condition status ("True", "False", "Unknown"), None without one."""
+    return next((c.get("status") for c in (node.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "Ready"), None)
+
+
+def _node_ready(kube: KubeClient, name: str) -> str | None:
+    return _ready(kube.get(f"/api/v1/nodes/{name}"))
+
+
+def _nodes_said(kube: KubeClient) -> str:
+    """Each node the API server lists: Ready, cordoned, being deleted."""
+    rows = [f"  {n['metadata']['name']}: Ready={_ready(n)}{' cordoned' if n['spec'].get('unschedulable') else ''}"
+            f"{' deleting' if n['metadata'].get('deletionTimestamp') else ''}" for n in kube.items("/api/v1/nodes")]
+    return f"nodes on {kube.server}:\n" + "\n".join(rows)
+
+
 def test_a_node_cordoned_notready_or_removed_leaves_the_ledger(sim_fleet: tuple[Path, Path, dict[str, Path]]) -> None:
     manifests, state, kubeconfigs = sim_fleet
 
@@ -224,12 +242,18 @@ def test_a_node_cordoned_notready_or_removed_leaves_the_ledger(sim_fleet: tuple[
                                              "message": "simulated", "lastHeartbeatTime": None}]}}
         resp = kube.http.patch(f"/api/v1/nodes/{names[1]}/status", json=status, headers=merge)
         assert resp.status_code == 200, resp.text
+        wait_for(f"the API server to report {names[1]} NotReady",
+                 lambda: _node_ready(kube, names[1]) == "False", explain=lambda: _nodes_said(kube))
         got = pool()
         assert got["pools"]["gpu"]["nodes"] == 1
         assert any(n.startswith(f"node {names[1]} (pool gpu): ") and "its devices leave the ledger" in n
                    for n in got["notes"])
         # the third is removed
         assert kube.request("DELETE", f"/api/v1/nodes/{names[2]}").status_code == 200
+        # the DELETE is answered before every read sees it gone: observe once the API lists it no more
+        wait_for(f"the API server to stop listing node {names[2]}",
+                 lambda: names[2] not in {n["metadata"]["name"] for n in kube.items("/api/v1/nodes")},
+                 explain=lambda: _nodes_said(kube))
         got = pool()
         assert got["pools"]["gpu"]["nodes"] == 0 and got["pools"]["gpu"]["free"] == []
 

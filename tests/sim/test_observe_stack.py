@@ -25,7 +25,7 @@ from sim import KubeClient, SimFleet
 from sim.process import spawn
 from tests import manifests as g
 from tests.sim.conftest import StackFactory
-from tests.sim.stack import SimStack, wait_for
+from tests.sim.stack import SimStack, scheduler_said, wait_for
 from tests.sim.test_observe import H100, cli, hold_gpus, plan_observe
 
 from .conftest import REPO, processes_mentioning
@@ -272,7 +272,8 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
     assert after["verification"]["ok"] is False               # a's replica cannot be verified: said loudly
     with stack.kube("b") as kube:
         wait_for("two Running chat pods on b", lambda: len([
-            p for p in kube.items("/api/v1/namespaces/ml-team/pods") if p["status"].get("phase") == "Running"]) == 2)
+            p for p in kube.items("/api/v1/namespaces/ml-team/pods") if p["status"].get("phase") == "Running"]) == 2,
+            explain=lambda: scheduler_said(kube, "ml-team"))
 
     # back: the replacement is ready, so a's replica leaves (a stays closed while that check saw it
     # unhealthy: its old replica had not come back Ready)

@@ -167,5 +167,10 @@ def test_scale_up_scale_down_and_drain_follow_the_plan(start_fleet: StartFleet, 
                 for _, path in _replica_objects(objects3, name):
                     assert kube.request("GET", path).status_code == 404, f"{path} survived the drain"
     with stack.kube("beta") as kube:
-        assert running_pods(kube, "ml-team", "modelplane.ai/deployment=chat") == []
+        # the Deployments are gone (Pulumi awaits that); their pods go with the garbage collector
+        def chat_pods() -> list[str]:
+            return [p["metadata"]["name"] for p in running_pods(kube, "ml-team", "modelplane.ai/deployment=chat")]
+
+        wait_for("no chat pod left running on the drained beta", lambda: not chat_pods(),
+                 explain=lambda: f"still running: {chat_pods()}")
     _destroy_leaves_nothing(stack, sorted(kubeconfigs))
