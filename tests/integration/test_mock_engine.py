@@ -70,7 +70,7 @@ def test_api_key_from_the_environment(engines):
 
 def test_runs_as_a_plain_script_with_the_stdlib_only():
     """The Kind stack mounts the file into a plain python image and runs it by path."""
-    out = subprocess.run([sys.executable, "-I", str(ROOT / "modelplane" / "mock_engine.py"), "--help"],
+    out = subprocess.run([sys.executable, "-I", str(ROOT / "modelplane" / "runtime" / "mock_engine.py"), "--help"],
                          capture_output=True, text=True, timeout=10)
     assert out.returncode == 0 and "--fail-health-after" in out.stdout
 

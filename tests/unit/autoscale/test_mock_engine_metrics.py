@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from modelplane import mock_engine
 from modelplane.autoscale.engines import ENGINE_METRICS, VLLM, PodMetrics, ReplicaMetrics, replica_value
 from modelplane.autoscale.exposition import parse
+from modelplane.runtime import mock_engine
 from tests.unit.autoscale.test_engine_metrics import VLLM_TTFT_BUCKETS
 
 

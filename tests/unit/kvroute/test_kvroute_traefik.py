@@ -21,13 +21,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from modelplane import mock_engine
 from modelplane.autoscale.exposition import parse
 from modelplane.gateway import config as gateway_config
 from modelplane.gateway.security import PLUGINS_DIR, plugin_static
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
+from modelplane.runtime import mock_engine
 from modelplane.runtime.process import Engine, Traefik
 from tests.unit.kvroute.traces import conversations
 

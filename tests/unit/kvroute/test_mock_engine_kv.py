@@ -16,11 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from modelplane import mock_engine
 from modelplane.autoscale.exposition import parse
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
+from modelplane.runtime import mock_engine
 from modelplane.runtime.process import Engine
 from tests.unit.kvroute.traces import conversations
 

@@ -1,7 +1,7 @@
 """The mock engine runs alone in a pod and cannot import modelplane: its default port is
 typed out there, and must be the port the renderers probe and route to."""
 
-from modelplane import mock_engine
+from modelplane.runtime import mock_engine
 from modelplane.vocabulary import ENGINE_PORT
 
 
