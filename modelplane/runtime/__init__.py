@@ -2,5 +2,6 @@
 Traefik processes for both gateway hops (`process`), a whole local fleet (`fleet.LocalFleet`),
 its autoscaling loop (`scaling.LocalScaler`), and the two stdlib scripts run by path (`watchdog`,
 `listen_fds`). It builds on the pure core (the Traefik configuration in modelplane.gateway, the
-scheduler, the reconcile pass) and nothing in the core imports it: `demo`, `traffic`, the sim
-and the integration tests do."""
+scheduler, the reconcile pass); `demo`, `traffic`, the sim and the integration tests use it. The
+core imports one module of it alone: `mock_engine` (stdlib only, importing nothing of ours), the one
+home of the KV-cache model that modelplane.kvroute simulates."""
