@@ -203,7 +203,3 @@ class Quantity:
 
     def __repr__(self) -> str:
         return f"Quantity({str(self)!r})"
-
-
-def parse_quantity(text: str) -> Quantity:
-    return Quantity.parse(text)

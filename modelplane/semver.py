@@ -128,7 +128,3 @@ class Semver:
 
     def __repr__(self) -> str:
         return f"Semver({str(self)!r})"
-
-
-def parse_semver(text: str, *, normalize: bool = False) -> Semver:
-    return Semver.parse(text, normalize=normalize)

@@ -248,12 +248,6 @@ class SecretDataRef(ApiModel):
         return check_secret_key(value, "Secret data key")
 
 
-class SecretKeyRef(ApiModel):
-    name: Annotated[str, Field(min_length=1, max_length=253)]
-    key: str | None = None
-    optional: bool | None = None
-
-
 class KindObject(ApiModel):
     """Top-level document: apiVersion, kind, metadata; subclasses add spec."""
 

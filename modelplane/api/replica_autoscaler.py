@@ -76,9 +76,6 @@ DEFAULT_TOLERANCE = 0.1
 DEFAULT_SCALE_DOWN_WINDOW_SECONDS = 300
 DEFAULT_POLICY_PERIOD_SECONDS = 15
 
-Finite = Annotated[float, Field(allow_inf_nan=False)]
-
-
 class ScaleTargetRef(ApiModel):
     """HPA's CrossVersionObjectReference, narrowed to the one kind we scale."""
 

@@ -127,13 +127,6 @@ class ScalingState:
                               if s.last_scale is not None else None) for k, s in self.autoscalers.items()}
         return ScalingState(scalers, tuple(replace(d, since=min(d.since, now)) for d in self.draining))
 
-    def draining_of(self) -> dict[Key, list[PlacedReplica]]:
-        """(namespace, deployment) -> its replicas draining."""
-        out: dict[Key, list[PlacedReplica]] = {}
-        for d in self.draining:
-            out.setdefault((d.namespace, d.deployment), []).append(d.replica)
-        return out
-
     def with_draining(self, placement: FleetPlacement) -> FleetPlacement:
         """`placement` plus the replicas still draining, whose objects (engines) must keep
         running: what is applied, where `placement` is what is routed."""

@@ -17,7 +17,6 @@ from modelplane.vocabulary import (
     PART_OF,
 )
 
-ENGINE_CONTAINER = "engine"
 CACHE_MOUNT = "/mnt/models"
 CLAIM_NAME = "devices"
 # The queue the Dynamo serving stack creates for modelplane workloads (semantics §3.6).

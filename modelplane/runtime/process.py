@@ -36,7 +36,6 @@ import yaml
 
 from modelplane.gateway.config import Config, static_config
 from modelplane.gateway.security import PLUGINS_DIR
-from modelplane.json_types import JsonObject
 from modelplane.processes import (
     HANDLED_SIGNALS,
     Child,
@@ -333,11 +332,6 @@ class Traefik(Managed):
         def loaded() -> bool:
             return http_get(f"http://127.0.0.1:{self.internal_port}/{marker}", 0.3)[0] == 200
         wait_until(loaded, timeout, f"{self.name} to load {marker}")
-
-    def services_status(self) -> JsonObject:
-        """Runtime state from the Traefik API (only when started with api=True)."""
-        _, body = http_get(f"http://127.0.0.1:{self.internal_port}/api/http/services", 1.0)
-        return {s["name"]: s for s in json.loads(body)}
 
     def stop(self, grace: float = 3.0) -> None:
         super().stop(grace)

@@ -85,7 +85,6 @@ EVERY_DEPLOYMENT: Container[tuple[str, str]] = _Every()
 def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting: str = DEFAULT_ACCOUNTING,
                 observed: ObservedCapacity | None = None, selector_cache: SelectorCache | None = None,
                 outages: Mapping[str, Outage] | None = None,
-                inputs: Mapping[str, object] | None = None,
                 explain: Container[tuple[str, str]] = ()) -> FleetPlacement:
     """Where every replica runs. For a replica left unplaced, why every cluster refused it is
     summarized (scheduler.refusals); the deployments `explain` names, by (namespace, name),
@@ -94,7 +93,7 @@ def place_fleet(fleet: Fleet, previous: FleetPlacement | None = None, accounting
     # objects at 1,000 clusters) sits in the oldest generation, which every full collection
     # rescans; nothing placement builds is cyclic, so the collector waits until it ends.
     with gc_paused():
-        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages, inputs,
+        return place_fleet_with_ledger(fleet, previous, accounting, observed, selector_cache, outages,
                                        explain=explain)[0]
 
 
@@ -103,16 +102,14 @@ def place_fleet_with_ledger(fleet: Fleet, previous: FleetPlacement | None = None
                             observed: ObservedCapacity | None = None,
                             selector_cache: SelectorCache | None = None,
                             outages: Mapping[str, Outage] | None = None,
-                            inputs: Mapping[str, object] | None = None,
                             explain: Container[tuple[str, str]] = ()) -> tuple[FleetPlacement, Ledger]:
     """`place_fleet`, also returning the final ledger (free capacity per pool) so tests
     and reports can audit it. `outages`: clusters that take no new replica, and those whose
-    replicas are re-placed elsewhere (scheduler.failover). `inputs`: a plugin's own input
-    by its name (`Cycle.inputs`), for rules decided outside such as an autoscaler's counts."""
+    replicas are re-placed elsewhere (scheduler.failover)."""
     if accounting not in ACCOUNTING_MODES:
         raise ValueError(f"accounting must be one of {ACCOUNTING_MODES}, not {accounting!r}")
     cycle = pipeline.start(fleet, Matcher(_selector_cache(selector_cache)), accounting, previous, observed,
-                           outages or {}, inputs, registry=plugins.REGISTRY, explain=explain)
+                           outages or {}, registry=plugins.REGISTRY, explain=explain)
     pipeline.run(cycle)
     return cycle.placement(), cycle.ledger
 

@@ -225,7 +225,7 @@ class Filtered:
 class Cycle(_Slots):
     def __init__(self, fleet: Fleet, clusters: dict[str, ClusterView], matcher: Matcher, accounting: str, *,
                  previous: FleetPlacement | None = None, outages: Mapping[str, Outage] | None = None,
-                 observed: ObservedCapacity | None = None, inputs: Mapping[str, object] | None = None,
+                 observed: ObservedCapacity | None = None,
                  explain: Container[tuple[str, str]] = ()) -> None:
         super().__init__()
         self.fleet = fleet
@@ -235,7 +235,6 @@ class Cycle(_Slots):
         self.previous = previous
         self.outages: Mapping[str, Outage] = outages or {}
         self.observed = observed
-        self.inputs: Mapping[str, object] = inputs or {}   # plugins' own inputs, by plugin name
         self.deployments: list[DeploymentState] = []
         self.ledger = Ledger(accounting)         # capacity left: built by the ledger stage
         # how many times fill charged each cluster: an explanation holds while this does not

@@ -46,7 +46,7 @@ STAGES: tuple[Stage, ...] = (
 
 def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacement | None,
           observed: ObservedCapacity | None, outages: Mapping[str, Outage],
-          inputs: Mapping[str, object] | None = None, *, registry: Sequence[Plugin],
+          *, registry: Sequence[Plugin],
           explain: Container[tuple[str, str]] = ()) -> Cycle:
     """Compile: the clusters (observed sizes, closed clusters), every deployment's shape and
     policy in (namespace, name) order, and each one's bindings of the `registry`'s plugins.
@@ -57,7 +57,7 @@ def start(fleet: Fleet, matcher: Matcher, accounting: str, previous: FleetPlacem
                          f"{', '.join(p.name for p in registry) or 'none'}")
     clusters = compile_clusters(fleet, observed, failover.closed_clusters(previous, outages))
     cycle = Cycle(fleet, clusters, matcher, accounting, previous=previous, outages=outages, observed=observed,
-                  inputs=inputs, explain=explain)
+                  explain=explain)
     for key in sorted(fleet.deployments):
         dep = fleet.deployments[key]
         cycle.deployments.append(DeploymentState(compile_deployment(fleet, key, dep),

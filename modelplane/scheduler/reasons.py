@@ -47,12 +47,6 @@ def messages(reasons: Mapping[str, Reason]) -> dict[str, str]:
     return {cluster: why.message for cluster, why in reasons.items()}
 
 
-def same_words(a: Mapping[str, Reason], b: Mapping[str, Reason]) -> bool:
-    """Whether two reasons mappings read alike (the same clusters, the same messages)."""
-    return a is b or (len(a) == len(b) and all(
-        (other := b.get(cluster)) is not None and other.message == why.message for cluster, why in a.items()))
-
-
 @lru_cache(maxsize=4096)
 def recorded(message: str) -> Reason:
     """A reason as a placement document holds it: the message alone. One object per

@@ -14,7 +14,7 @@ import pytest
 from modelplane.scheduler import fill, place_fleet, plugins
 from modelplane.scheduler.plugins.spread_before_pack import SpreadBeforePack
 
-from .helpers import H100, cluster, deployment, engine, load, of, pool, standalone, where
+from .helpers import H100, cluster, deployment, load, of, pool, where
 
 ROOT = Path(__file__).resolve().parents[3]
 SCHEDULER = ROOT / "modelplane" / "scheduler"
@@ -162,23 +162,22 @@ def test_the_cost_plugin_of_the_docs_is_one_file_and_one_registry_line(monkeypat
     assert where(place_fleet(load(plain), accounting="Node"), "m") == ["a#0", "a#1", "b#0"]
 
 
-def test_the_autoscaler_sketch_of_the_docs_scales_and_says_why_a_scale_up_is_limited(monkeypatch):
-    autoscaler = _doc_plugin("autoscaler.py")
-    _registered(monkeypatch, autoscaler.Autoscaler)
-    docs = [H100, cluster("a", pool("p", "h100", 2)), cluster("b", pool("p", "h100", 1)),
-            deployment("m", 1, engine("main", standalone()))]
-    fleet = load(docs)
-    placed = place_fleet(fleet, accounting="Node", inputs={"autoscaler": {"default/m": 2}})
-    assert len(of(placed, "m").replicas) == 2 and of(placed, "m").desired == 2
-    assert of(placed, "m").condition("ScalingLimited").status == "False"
-    limited = place_fleet(fleet, accounting="Node", inputs={"autoscaler": {"default/m": 5}})
-    m = of(limited, "m")
-    assert len(m.replicas) == 3
-    c = m.condition("ScalingLimited")
-    assert (c.status, c.reason) == ("True", "FitsAfterScaleUp")
-    assert c.message.startswith("2 of 5 replicas not placed: 2 clusters InsufficientCapacity; fits on ")
-    # no decision: the plugin binds nowhere, the spec's count stands
-    assert of(place_fleet(fleet, accounting="Node"), "m").condition("ScalingLimited") is None
+def test_the_replica_cap_sketch_of_the_docs_caps_the_count_and_says_so(monkeypatch):
+    replica_cap = _doc_plugin("replica_cap.py")
+    _registered(monkeypatch, replica_cap.ReplicaCap)
+    pools = [H100, cluster("a", pool("p", "h100", 4)), cluster("b", pool("p", "h100", 4))]
+    capped = of(place_fleet(load([*pools, deployment("m", 5, labels={"example.org/max-replicas": "2"})]),
+                            accounting="Node"), "m")
+    assert (len(capped.replicas), capped.desired) == (2, 2)
+    c = capped.condition("Capped")
+    assert (c.status, c.reason, c.message) == ("True", "MaxReplicas",
+                                               "2 of 5 replicas: example.org/max-replicas is 2")
+    under = of(place_fleet(load([*pools, deployment("m", 1, labels={"example.org/max-replicas": "2"})]),
+                           accounting="Node"), "m")
+    assert len(under.replicas) == 1 and under.condition("Capped").status == "False"
+    # no label: the plugin binds nowhere, the spec's count stands and no condition is added
+    plain = of(place_fleet(load([*pools, deployment("m", 5)]), accounting="Node"), "m")
+    assert len(plain.replicas) == 5 and plain.condition("Capped") is None
 
 
 @pytest.mark.parametrize("example", sorted(p.name for p in (ROOT / "examples").iterdir() if p.is_dir()))
