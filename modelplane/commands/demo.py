@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from modelplane.gateway.config import ServiceRoute
     from modelplane.routing import Endpoint
     from modelplane.runtime.fleet import LocalFleet, LocalSecurity
+    from modelplane.runtime.scaling import LocalScaler, PassReport
 
 DEFAULT_DIR = "examples/kind"
 STOPPED = "stopped every engine and gateway the demo started"
@@ -66,6 +67,10 @@ def add_parser(subparsers: Subparsers) -> None:
                       metavar="S", help=f"how long each step lasts (default {DEFAULT_STEP_S:g})")
     auto.add_argument("--interval", type=_interval, default=DEFAULT_INTERVAL_S, metavar="DURATION",
                       help="time between the loop's passes: 1s, 500ms (default 1s)")
+    auto.add_argument("--settle", type=_duration("--settle", MAX_STEP_S, allow_zero=True), default=0.0, metavar="S",
+                      help="after the last step's time, keep its load and the loop running until the loop is at "
+                           "rest (no count held by a window or a limit, nothing draining), at most S more seconds "
+                           "(default 0: the last step ends on time)")
     p.set_defaults(func=run)
 
 
@@ -88,10 +93,10 @@ def _steps(text: str) -> tuple[int, ...]:
     return steps
 
 
-def _duration(flag: str, maximum: float) -> Callable[[str], float]:
+def _duration(flag: str, maximum: float, *, allow_zero: bool = False) -> Callable[[str], float]:
     from modelplane.durations import duration_arg  # one parser for every duration
 
-    return duration_arg(flag, maximum)
+    return duration_arg(flag, maximum, allow_zero=allow_zero)
 
 
 def _interval(text: str) -> float:
@@ -326,11 +331,9 @@ def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity
                     load.set_clients(clients)
                 end = time.monotonic() + args.step_seconds
                 while time.monotonic() < end:
-                    began = time.monotonic()
-                    report = scaler.cycle()
-                    for line in report.lines():
-                        print(line, flush=True)
-                    time.sleep(max(0.0, min(end, began + args.interval) - time.monotonic()))
+                    report = _pass(scaler, end, args.interval)
+                if number == len(args.steps) and args.settle > 0:
+                    report = _settle(scaler, report, args.settle, args.interval)
                 for key, load in loads.items():
                     served = load.served[marks[key]:]
                     bad = sum(1 for _, replica in served if replica is None)
@@ -348,6 +351,35 @@ def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity
         failed = sum(res.failed for res in results.values())
     print(STOPPED)
     return 1 if failed else 0
+
+
+def _pass(scaler: LocalScaler, end: float, interval: float) -> PassReport:
+    """One pass of the loop, its lines printed, then a wait until the next (or `end`)."""
+    import time
+
+    began = time.monotonic()
+    report = scaler.cycle()
+    for line in report.lines():
+        print(line, flush=True)
+    time.sleep(max(0.0, min(end, began + interval) - time.monotonic()))
+    return report
+
+
+def _settle(scaler: LocalScaler, report: PassReport, most: float, interval: float) -> PassReport:
+    """`--settle`: passes until the loop is at rest (PassReport.unsettled), at most `most` s."""
+    import time
+
+    began = time.monotonic()
+    end = began + most
+    while report.unsettled() and time.monotonic() < end:
+        report = _pass(scaler, end, interval)
+    waited = time.monotonic() - began
+    why = report.unsettled()
+    if why:
+        print(f"  not at rest after --settle {most:g} s: {'; '.join(why)}", flush=True)
+    else:
+        print(f"  at rest {waited:.1f} s after the step's time", flush=True)
+    return report
 
 
 DEMO_CALLER = "demo"

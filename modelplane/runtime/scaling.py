@@ -7,8 +7,8 @@
 Each pass (modelplane.reconcile_pass.run, the one the placement provider runs; this loop reads
 its own engines and applies to its own processes):
 
-1. **read**: every engine's `/metrics` on 127.0.0.1, bounded in bytes and time
-   (modelplane.autoscale.exposition.collect), its `/health` for readiness; each engine's
+1. **read**: every engine's `/metrics` on 127.0.0.1, all at once (`read_engines`), bounded in
+   bytes and time (modelplane.autoscale.exposition.collect), its `/health` for readiness; each engine's
    histograms are kept for the next pass, so time to first token covers the interval;
 2. **decide** each ReplicaAutoscaler and **place** the counts with the fleet scheduler;
 3. **apply**: engines of new replicas start and answer before any route names them; the
@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
 
 from modelplane.api import Fleet, ModelDeployment
+from modelplane.autoscale.conditions import SCALING_DISABLED
 from modelplane.autoscale.engines import SERIES_NAMES, PodMetrics, ReplicaMetrics, replica_idle
 from modelplane.autoscale.exposition import Buckets, ExpositionError, collect, parse
 from modelplane.autoscale.scaled_placement import ScalingOutcome
@@ -45,6 +47,7 @@ from modelplane.scheduler import FleetPlacement, place_fleet
 # The mock engine's flags a ModelDeployment's engine command may carry that shape its load.
 ENGINE_FLAGS = ("--concurrency", "--delay-ms", "--stream-interval-ms")
 SCRAPE_TIMEOUT_S = 2.0
+MAX_PARALLEL_READS = 32     # threads reading engines at once (a demo fleet has a handful)
 DEFAULT_GRACE_S = 30.0
 
 PlacementJson = dict[str, object]
@@ -91,6 +94,28 @@ class PassReport:
             out.append(f"  out of the routes, draining: {', '.join(self.leaving)}")
         if self.stopped:
             out.append(f"  drained and stopped: {', '.join(self.stopped)}")
+        return out
+
+    def unsettled(self) -> list[str]:
+        """Why a later pass would still change something if the load stayed as it is: a count
+        held away from what the metrics ask for (a stabilization window, a rate limit, a
+        metric that could not be read), a count the scheduler placed short, or replicas
+        still draining. Empty when the loop is at rest."""
+        out = []
+        for o in self.outcomes:
+            d, spec = o.decision, o.autoscaler.spec
+            name = f"{o.target[0]}/{o.target[1]}"
+            if d.desired != d.current:
+                out.append(f"{name}: {d.current} -> {d.desired} replicas ({d.reason})")
+            elif d.recommendation is None:
+                if d.reason != SCALING_DISABLED:      # a parked deployment is at rest
+                    out.append(f"{name}: holding at {d.current} ({d.reason})")
+            elif d.desired != min(max(d.recommendation, spec.min_replicas), spec.max_replicas):
+                out.append(f"{name}: holding at {d.desired} ({d.reason}); the metrics ask for {d.recommendation}")
+            if o.placed != d.desired:
+                out.append(f"{name}: {o.placed} of {d.desired} replicas placed")
+        if self.draining:
+            out.append(f"draining: {', '.join(self.draining)}")
         return out
 
 
@@ -150,15 +175,16 @@ class LocalScaler:
     # ------------------------------------------------------------------ read
 
     def _scrape(self) -> dict[str, ReplicaMetrics]:
+        alive = {name: engine.url for name, engine in list(self.local.engines.items()) if engine.alive()}
+        reads = read_engines(alive)
         out: dict[str, ReplicaMetrics] = {}
-        with httpx.Client(timeout=SCRAPE_TIMEOUT_S) as client:
-            for name, engine in list(self.local.engines.items()):
-                ready, pod = _read(client, engine.url) if engine.alive() else (False, None)
-                if pod is None:
-                    out[name] = ReplicaMetrics(ready=False)
-                    continue
-                out[name] = ReplicaMetrics(ready, [pod], {0: self._previous.get(name, {})})
-                self._previous[name] = histograms(pod.exposition)
+        for name in self.local.engines:
+            ready, pod = reads.get(name, (False, None))
+            if pod is None:
+                out[name] = ReplicaMetrics(ready=False)
+                continue
+            out[name] = ReplicaMetrics(ready, [pod], {0: self._previous.get(name, {})})
+            self._previous[name] = histograms(pod.exposition)
         return out
 
     # ------------------------------------------------------------------ apply
@@ -196,6 +222,22 @@ class LocalScaler:
                           tuple(sorted(d.replica.name for d in self.state.draining)))
 
 
+def read_engines(urls: Mapping[str, str]) -> dict[str, tuple[bool, PodMetrics | None]]:
+    """(ready, parsed /metrics) of every engine (name -> base URL), all read at once, each
+    bounded by SCRAPE_TIMEOUT_S. At once because a pass's read is a snapshot of gauges: read
+    one after the other, a client whose request ends on one replica and whose next begins on
+    another between the two reads is counted on both, one client as two running requests.
+    (An engine's gauge also counts a request until its handler returns, after the client has
+    the answer: a pass may still read one client as two, more often under load.)"""
+    if not urls:
+        return {}
+    names = list(urls)
+    with httpx.Client(timeout=SCRAPE_TIMEOUT_S) as client, \
+            ThreadPoolExecutor(max_workers=min(len(names), MAX_PARALLEL_READS),
+                               thread_name_prefix="scrape") as pool:
+        return dict(zip(names, pool.map(lambda name: _read(client, urls[name]), names), strict=True))
+
+
 def _read(client: httpx.Client, url: str) -> tuple[bool, PodMetrics | None]:
     """(ready, the engine's parsed /metrics or why not), bounded in bytes and time."""
     try:
@@ -211,4 +253,4 @@ def _read(client: httpx.Client, url: str) -> tuple[bool, PodMetrics | None]:
         return False, PodMetrics(error=f"/metrics could not be read ({type(exc).__name__})")
 
 
-__all__ = ["DEFAULT_GRACE_S", "ENGINE_FLAGS", "LocalScaler", "PassReport", "engine_flags"]
+__all__ = ["DEFAULT_GRACE_S", "ENGINE_FLAGS", "LocalScaler", "PassReport", "engine_flags", "read_engines"]
