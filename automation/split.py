@@ -10,8 +10,11 @@ clusters. The driver creates the shard stacks, gives each the fleet stack's conf
   shard hosting the control-plane gateway, whose routes need the others' gateway
   addresses (a LoadBalancer's is known only once its shard stack ran);
 * preview: the fleet stack (the placement dry-run), which writes the shares of the
-  placement it previews to a file, then every shard stack against that file: what `up`
-  would change everywhere, before anything changes;
+  placement it previews to a file, with each shard's inputs digest; then the shard stacks
+  against that file, except those the plan diff proves unchanged: a shard whose last
+  successful update recorded (its `applied` output) the same inputs digest and config
+  (`diff_shards`). A shard never applied, whose state cannot be read or whose last update
+  failed is previewed; `--every-shard` previews them all;
 * destroy: the control shard, the other shards in parallel, the fleet stack.
 
 A stack without a `split` block is a one-stack fleet: the verb runs on it alone.
@@ -34,7 +37,7 @@ from pulumi import automation as auto
 
 from automation.processes import TrackedPulumiCommand
 from components.config import SHARES_FILE_ENV
-from components.split import LAYOUT_OUTPUT, shard_stack
+from components.split import APPLIED_OUTPUT, DIGESTS_KEY, LAYOUT_OUTPUT, shard_stack
 from modelplane.engine_json import digest
 from modelplane.plan import PlanError
 from modelplane.plan.share import StackLayout
@@ -44,6 +47,9 @@ KUBECONFIGS_KEY = "modelplane:kubeconfigs"
 # The engine serializes its whole snapshot after every step, also in a preview that
 # discards it: O(resources^2). Previews skip those checkpoints (pulumi/pulumi#10668).
 PREVIEW_ENV = {"PULUMI_SKIP_CHECKPOINTS": "true"}
+# Fleet stack steps after which what a shard reads from it (the hop CA) may differ: every shard is previewed.
+FLEET_RESHAPING = ("create", "replace", "create-replacement", "delete", "delete-replaced")
+SHOWN = 8   # shard stacks named in one line of the preview's summary
 
 
 class DriverError(Exception):
@@ -61,6 +67,84 @@ class Outcome:
     def line(self) -> str:
         changes = ", ".join(f"{k} {v}" for k, v in sorted(self.changes.items()) if v) or "no changes"
         return f"{self.stack}: {'ok' if self.ok else 'FAILED'} in {self.seconds:.1f} s ({changes})"
+
+
+@dataclass(frozen=True)
+class AppliedShard:
+    """What a shard stack's state says it last applied: the `applied` output of its last
+    update when that update succeeded, else why that is not known (`unknown`)."""
+
+    inputs: str | None = None
+    from_config: str | None = None
+    unknown: str | None = None
+
+
+@dataclass(frozen=True)
+class ShardDiff:
+    """Which shard stacks a preview runs (with the reason) and which the plan diff proves unchanged."""
+
+    preview: dict[str, str]
+    unchanged: list[str]
+
+    def lines(self, shown: int = SHOWN) -> str:
+        total = len(self.preview) + len(self.unchanged)
+        out = []
+        if self.unchanged:
+            out.append(f"{len(self.unchanged)} of {total} shard stacks unchanged by the plan diff (their share, "
+                       f"the manifests it reads, their config and the program are those they last applied), not "
+                       f"previewed: {_bounded(self.unchanged, shown)}")
+        if self.preview:
+            reasons = [f"{stack} ({why})" for stack, why in self.preview.items()]
+            out.append(f"previewing {len(self.preview)} of {total} shard stacks: {_bounded(reasons, shown)}")
+        return "".join(f"{line}\n" for line in out)
+
+
+def diff_shards(previewed: Mapping[str, str | None], configs: Mapping[str, str],
+                applied: Mapping[str, AppliedShard | None], *, fleet_reshaped: bool = False) -> ShardDiff:
+    """The plan diff: a shard stack (`previewed`: stack -> the inputs digest of the share the
+    fleet stack's preview computed, in the order they run) is unchanged only when its last
+    successful update recorded that digest and the config it now has (`configs`: stack ->
+    the driver's digest of its config). Anything the diff cannot rule out is previewed:
+    no record, an unreadable state, a failed last update, a fleet stack preview that
+    creates, replaces or deletes resources (`fleet_reshaped`)."""
+    preview: dict[str, str] = {}
+    unchanged: list[str] = []
+    for stack, digest_now in previewed.items():
+        record = applied.get(stack)
+        if fleet_reshaped:
+            preview[stack] = "the fleet stack's preview creates, replaces or deletes resources"
+        elif record is None:
+            preview[stack] = "its state was not read"
+        elif record.unknown is not None:
+            preview[stack] = record.unknown
+        elif digest_now is None:
+            preview[stack] = "the fleet stack's preview gave no digest of its share"
+        elif record.inputs is None:
+            preview[stack] = "its last update recorded no applied digest"
+        elif record.from_config != configs.get(stack):
+            preview[stack] = "its config changed since it was applied"
+        elif record.inputs != digest_now:
+            preview[stack] = "its share, the manifests it reads or the program changed"
+        else:
+            unchanged.append(stack)
+    return ShardDiff(preview, unchanged)
+
+
+def applied_from(history: Any, outputs: Any) -> AppliedShard:
+    """An AppliedShard from `pulumi stack history --json --page-size 1` and `pulumi stack
+    output --json` (None: not read, because the history already says it is unknown)."""
+    if not isinstance(history, list) or not history:
+        return AppliedShard(unknown="it was never applied")
+    last = history[0] if isinstance(history[0], Mapping) else {}
+    kind, result = last.get("kind"), last.get("result")
+    if kind != "update" or result != "succeeded":
+        return AppliedShard(unknown=f"its last operation was {kind or 'unknown'} ({result or 'no result'}), "
+                                    "not a successful update")
+    record = outputs.get(APPLIED_OUTPUT) if isinstance(outputs, Mapping) else None
+    if not isinstance(record, Mapping) or not isinstance(record.get("inputs"), str):
+        return AppliedShard()
+    from_config = record.get("fromConfig")
+    return AppliedShard(str(record["inputs"]), str(from_config) if from_config is not None else None)
 
 
 def layout_of(data: Any) -> StackLayout:
@@ -86,13 +170,14 @@ class _Workspace(auto.LocalWorkspace):
 
 class SplitFleet:
     def __init__(self, project: Path, fleet_stack: str, *, parallel: int, out: TextIO,
-                 verbose: bool = False, skip_checkpoints: bool = False) -> None:
+                 verbose: bool = False, skip_checkpoints: bool = False, every_shard: bool = False) -> None:
         self.project = project
         self.fleet_stack = fleet_stack
         self.parallel = max(1, parallel)
         self.out = out
         self.verbose = verbose
         self.up_env = dict(PREVIEW_ENV) if skip_checkpoints else {}
+        self.every_shard = every_shard
         self.command = TrackedPulumiCommand()
         self.known: set[str] = set()    # stacks that exist
 
@@ -264,7 +349,38 @@ class SplitFleet:
                 raise DriverError("the fleet stack's preview wrote no shares: its placement was not known "
                                   "(an input unknown at preview time?)") from None
             first, last = self._shards(layout, fleet_config)
-            return all(o.ok for o in self._run_all([[*first, *last]], "preview", env))
+            stacks = [*first, *last]
+            if not self.every_shard:
+                stacks = self._changed(layout, stacks, fh_digests(shares_file), fleet[-1].changes)
+            return all(o.ok for o in self._run_all([stacks], "preview", env)) if stacks else True
+
+    def applied(self, stack: str) -> AppliedShard:
+        """What a shard stack last applied, from its state (two `pulumi` calls at most)."""
+        try:
+            history = json.loads(self._cli(["stack", "history", "--json", "--page-size", "1", "--stack", stack])
+                                 or "[]")
+            if not history or history[0].get("kind") != "update" or history[0].get("result") != "succeeded":
+                return applied_from(history, None)
+            outputs = json.loads(self._cli(["stack", "output", "--json", "--stack", stack]) or "{}")
+        except auto.errors.CommandError as exc:
+            first = next((ln for ln in str(exc).splitlines() if "error" in ln.lower()), "").strip()
+            return AppliedShard(unknown=f"its state could not be read{': ' + first if first else ''}")
+        except (ValueError, AttributeError, IndexError, TypeError):
+            return AppliedShard(unknown="its state could not be read: `pulumi stack` printed no JSON")
+        return applied_from(history, outputs)
+
+    def _changed(self, layout: StackLayout, stacks: Sequence[str], digests: Mapping[str, str],
+                 fleet_changes: Mapping[str, int]) -> list[str]:
+        """The shard stacks the plan diff cannot prove unchanged; prints the diff's summary."""
+        shard_of_stack = {shard_stack(self.fleet_stack, s): s for s in layout.shards}
+        configs = {st: self._config_digest(shard_of_stack[st], layout.shards[shard_of_stack[st]]) for st in stacks}
+        with ThreadPoolExecutor(max_workers=self.parallel) as pool:
+            applied = dict(zip(stacks, pool.map(self.applied, stacks), strict=True))
+        diff = diff_shards({st: digests.get(shard_of_stack[st]) for st in stacks}, configs, applied,
+                           fleet_reshaped=any(fleet_changes.get(k) for k in FLEET_RESHAPING))
+        self.out.write(diff.lines(len(stacks) if self.verbose else SHOWN))
+        self.out.flush()
+        return [st for st in stacks if st in diff.preview]
 
     def destroy(self, *, remove: bool = False) -> bool:
         outputs = self._stack(self.fleet_stack).outputs()
@@ -308,6 +424,21 @@ def shard_config(fleet_stack: str, fleet_config: Mapping[str, Any], shard: str, 
         mine = {c: v for c, v in every.items() if c in clusters}
         config[KUBECONFIGS_KEY] = {"value": json.dumps(mine, sort_keys=True), "secret": True}
     return config
+
+
+def fh_digests(shares_file: str) -> dict[str, str]:
+    """Each shard's inputs digest from the shares file the fleet stack's preview wrote."""
+    try:
+        with open(shares_file, encoding="utf-8") as fh:
+            digests = json.load(fh).get(DIGESTS_KEY) or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {str(k): str(v) for k, v in digests.items()} if isinstance(digests, Mapping) else {}
+
+
+def _bounded(names: Sequence[str], shown: int) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _comparable(entry: Any) -> Any:

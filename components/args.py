@@ -92,6 +92,9 @@ class SplitArgs:
     # shares of the placement it previews there, and shard stacks read theirs from it
     # instead of the fleet stack's last applied outputs.
     shares_file: str | None = None
+    # shard: the digest of the fleet config this shard's config was made from (the driver's
+    # `fromConfig`), exported in the shard's `applied` output
+    from_config: str = ""
 
 
 @dataclass(kw_only=True)

@@ -130,7 +130,8 @@ def split_args(block: JsonMapping) -> SplitArgs:
     if role == SHARD_ROLE and not (given.get("fleet_stack") and given.get("shard")):
         raise pulumi.RunError("a shard stack needs stack config split.fleetStack (the fleet stack's name) "
                               "and split.shard (which shard it applies)")
-    return SplitArgs(**given, shares_file=os.environ.get(SHARES_FILE_ENV) or None)
+    return SplitArgs(**given, shares_file=os.environ.get(SHARES_FILE_ENV) or None,
+                     from_config=str(block.get("fromConfig") or ""))
 
 
 def sim_args(block: JsonMapping | None, manifests: str) -> SimArgs | None:

@@ -29,6 +29,7 @@ from components.serving import ServingStack, ServingStackArgs
 from components.sim import sim_options
 from components.split import (
     SHARES_OUTPUT,
+    shares_digests,
     shares_text,
     write_shares_file,
 )
@@ -216,7 +217,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
         except (RenderError, PlacementFormatError, StateFormatError) as exc:
             raise ResourceError(str(exc), self) from None
         if args.split is not None and args.split.shares_file and layout is not None:
-            write_shares_file(args.split.shares_file, shares, layout)
+            write_shares_file(args.split.shares_file, shares, layout, shares_digests(fleet, shares, layout))
         _report(plan, args)
         if scaling_raw is not None:
             pulumi.log.info(format_autoscaling(scaling))

@@ -13,9 +13,18 @@ from components.args import FleetArgs, SplitArgs
 from components.certificates import fleet_hop_ca
 from components.errors import ResourceError
 from components.gateway import TraefikGateway
-from components.split import GATEWAY_URLS_OUTPUT, other_gateway_urls, shard_plan, shard_stack
+from components.split import (
+    APPLIED_OUTPUT,
+    GATEWAY_URLS_OUTPUT,
+    applied_record,
+    other_gateway_urls,
+    shard_inputs_digest,
+    shard_plan,
+    shard_share_text,
+    shard_stack,
+)
 from modelplane.plan import FleetPlan
-from modelplane.plan.share import StackLayout, shard_of
+from modelplane.plan.share import FleetDigests, StackLayout, shard_of
 from modelplane.render.gateway import static_gateway_url
 from modelplane.scheduler import candidate_clusters
 
@@ -30,9 +39,14 @@ class ShardStackFleet(ModelplaneFleet):
         if split.shard not in layout.shards:
             raise ResourceError(f"stack config split.shard: no shard {split.shard!r} in this fleet's layout "
                                 f"(shard size {split.shard_size}): {', '.join(layout.shards)}", self)
-        self.plan = shard_plan(args.fleet, split, self.control_plan, self)
+        text = shard_share_text(split, self)
+        self.plan = shard_plan(args.fleet, text, self.control_plan, self)
         here = list(layout.shards[split.shard])
         hosts_control = split.shard == layout.control
+        # what `python -m modelplane preview` compares with the share it previews (automation/split.py)
+        self.outputs[APPLIED_OUTPUT] = pulumi.Output.all(text, self.plan).apply(
+            lambda a: applied_record(shard_inputs_digest(FleetDigests(args.fleet), a[0], control=hosts_control),
+                                     split.from_config))
         if not args.render_dir:
             self._certificates(here, hosts_control=hosts_control, ca=lambda: fleet_hop_ca(split.fleet_stack, self))
         gateways = self._register_clusters(here)

@@ -15,7 +15,8 @@ from modelplane.processes import handling
 PROJECT = Path(__file__).resolve().parents[2]
 HELP = {
     "up": "apply the fleet stack, then its shard stacks in parallel",
-    "preview": "preview the fleet stack (the placement dry-run), then what every shard stack would change",
+    "preview": "preview the fleet stack (the placement dry-run), then what each shard stack the change may "
+               "reach would change",
     "destroy": "destroy the shard stacks, then the fleet stack",
 }
 
@@ -32,6 +33,9 @@ def add_verb(subparsers: Subparsers, verb: str) -> None:
         p.add_argument("--skip-checkpoints", action="store_true",
                        help="save each stack's state once at the end instead of after every step "
                             "(faster for large stacks; an interrupted up then needs `pulumi refresh`)")
+    if verb == "preview":
+        p.add_argument("--every-shard", action="store_true",
+                       help="preview every shard stack, also those the plan diff proves unchanged")
     if verb == "destroy":
         p.add_argument("--remove", action="store_true", help="also remove the emptied shard stacks")
     p.set_defaults(func=run, verb=verb)
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         fleet = SplitFleet(Path(args.cwd), args.stack, parallel=args.parallel, out=sys.stdout, verbose=args.verbose,
-                           skip_checkpoints=getattr(args, "skip_checkpoints", False))
+                           skip_checkpoints=getattr(args, "skip_checkpoints", False),
+                           every_shard=getattr(args, "every_shard", False))
     except FileNotFoundError:
         print("error: no `pulumi` on PATH: install the Pulumi CLI, or `eval \"$(scripts/engine-env)\"` "
               "(docs/engine-tools.md)", file=sys.stderr)

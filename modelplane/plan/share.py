@@ -21,7 +21,7 @@ same manifests the fleet stack placed (`fleet_digest`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from modelplane.api import Fleet
 from modelplane.engine_json import digest, normalize_numbers
@@ -35,6 +35,10 @@ from .cluster_plan import ClusterFacts, ClusterPlan
 
 SHARE_VERSION = 1
 SHARD_PREFIX = "shard-"
+SHARD_DIGEST_VERSION = 1
+# The kinds a shard's plan reads only for the deployments placed on it and the caches staged
+# there (shard_digest); every other manifest may be read by any shard.
+PER_SHARD_KINDS = ("ModelDeployment", "ModelCache")
 
 
 def shard_layout(clusters: Sequence[str], size: int) -> dict[str, tuple[str, ...]]:
@@ -132,6 +136,66 @@ def plan_shard(fleet: Fleet, share: Share) -> dict[str, ClusterPlan]:
         raise PlanError(f"shard {share.shard}: InferenceCluster(s) {', '.join(missing)} are not in the fleet")
     placed = placed_by_cluster(share.placement)
     return {c: plan_with_facts(fleet, c, placed.get(c, []), share.facts[c]) for c in share.clusters}
+
+
+@dataclass
+class FleetDigests:
+    """Digests of one fleet's manifests, each computed once, for `shard_digest` over many
+    shards (the fleet stack's preview computes every shard's)."""
+
+    fleet: Fleet
+    _every: str | None = None
+    _shared: str | None = None
+    _items: dict[tuple[str, tuple[str, str]], str] = field(default_factory=dict)
+
+    def every(self) -> str:
+        if self._every is None:
+            self._every = fleet_digest(self.fleet)
+        return self._every
+
+    def shared(self) -> str:
+        """Every manifest of a kind any shard may read (not in PER_SHARD_KINDS)."""
+        if self._shared is None:
+            self._shared = digest([o.to_manifest() for o in self.fleet.objects() if o.kind not in PER_SHARD_KINDS])
+        return self._shared
+
+    def item(self, kind: str, key: tuple[str, str]) -> str | None:
+        """One ModelDeployment's or ModelCache's manifest; None when the fleet has none."""
+        if (kind, key) not in self._items:
+            table = self.fleet.deployments if kind == "ModelDeployment" else self.fleet.caches
+            obj = table.get(key)
+            self._items[(kind, key)] = digest(obj.to_manifest()) if obj is not None else ""
+        return self._items[(kind, key)] or None
+
+
+def shard_digest(digests: FleetDigests, share_json: JsonMapping, *, control: bool) -> str:
+    """What one shard stack's plan is made from, as a digest: equal digests, equal plans.
+
+    A shard plans its clusters from its share (`plan_shard`) and the manifests: the share
+    (without its digest of every manifest), every manifest of a kind any shard may read
+    (classes, clusters, gateways, services, endpoints, budgets, autoscalers), and only the
+    ModelDeployments placed on its clusters and the ModelCaches staged there or used by
+    those deployments. The shard hosting the control-plane gateway reads every manifest
+    (its routes, the services). A change to one deployment thus changes the digests of
+    the shards it is placed on, of those whose routes or namespaces it changes, and of the
+    control shard, and no other (tests/unit/render/test_share.py checks "equal digests,
+    equal plans" over mutated fleets)."""
+    share = {k: v for k, v in share_json.items() if k != "fleetDigest"}
+    if control:
+        manifests: JsonValue = digests.every()
+    else:
+        deployments = sorted({(str(d["namespace"]), str(d["name"]))
+                              for d in (share.get("placement") or {}).get("deployments") or []})
+        caches = {(str(k[0]), str(k[1])) for f in (share.get("facts") or {}).values() for k in f.get("caches") or []}
+        for key in deployments:
+            dep = digests.fleet.deployments.get(key)
+            cache = digests.fleet.cache_for(dep) if dep is not None else None
+            if cache is not None:
+                caches.add((cache.metadata.namespace or "default", cache.metadata.name))
+        manifests = [digests.shared(),
+                     [[list(k), digests.item("ModelDeployment", k)] for k in deployments],
+                     [[list(k), digests.item("ModelCache", k)] for k in sorted(caches)]]
+    return digest([SHARD_DIGEST_VERSION, share, manifests])
 
 
 def _route_json(route: ServiceRoute) -> JsonObject:

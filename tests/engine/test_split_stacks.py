@@ -82,3 +82,76 @@ def test_split_destroy_removes_every_stack_and_file(make_stack):
     assert run.returncode == 0, run.stdout + run.stderr
     assert not any(es.render_dir.rglob("*.yaml"))
     assert not list((REPO / "stacks").glob(f"Pulumi.{es.name}.*.yaml")), "shard stack config files left behind"
+
+
+def _benchmark_fleet(directory, env_value: str | None = None):
+    """6 clusters and 6 one-replica deployments of benchmarks/scale_fleet.py; `env_value`
+    changes one deployment's engine container (one manifest, the placement unchanged)."""
+    from benchmarks import scale_fleet
+
+    docs = scale_fleet.fleet(6, 6, replicas=1)
+    if env_value is not None:
+        target = next(d for d in docs if d["kind"] == "ModelDeployment" and d["metadata"]["name"] == "model-0001")
+        container = target["spec"]["template"]["spec"]["engines"][0]["members"][0]["template"]["spec"]["containers"][0]
+        container["env"] = [{"name": "MAX_NUM_SEQS", "value": env_value}]
+    for old in directory.glob("*.yaml"):
+        old.unlink()
+    scale_fleet.write(docs, directory)
+    return directory
+
+
+def _previewed(stdout: str, stack: str) -> str:
+    return next((ln for ln in stdout.splitlines() if f"] {stack}: " in ln), "")
+
+
+def test_split_preview_of_a_one_deployment_change_previews_only_the_shards_it_reaches(make_stack, tmp_path):
+    """After `up`, one deployment's engine changes: the preview runs the fleet stack, the
+    shard its replica is on and the control shard (which reads every manifest), and says
+    the other shard stacks are unchanged by the plan diff without previewing them; a shard
+    whose state cannot be read (its stack removed) is previewed, never skipped."""
+    fleet_dir = _benchmark_fleet(tmp_path / "fleet")
+    es = make_stack(fleet_dir, _split(2))
+    run = es.modelplane("up", "--parallel", "2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    outputs = es.stack.outputs()
+    shards = outputs["layout"].value["shards"]
+    changed = next(v for k, v in outputs["deployments"].value.items() if k.endswith("/model-0001"))
+    hosts = {r["cluster"] for r in changed["replicas"]}
+    reached = {s for s, clusters in shards.items() if hosts & set(clusters)} | {outputs["layout"].value["control"]}
+    others = sorted(set(shards) - reached)
+    assert reached and others, (shards, hosts)
+
+    # nothing changed: every shard is unchanged, none previewed
+    run = es.modelplane("preview")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{len(shards)} of {len(shards)} shard stacks unchanged by the plan diff" in run.stdout, run.stdout
+    assert not any(_previewed(run.stdout, f"{es.name}.{s}") for s in shards), run.stdout
+
+    _benchmark_fleet(fleet_dir, env_value="17")
+    run = es.modelplane("preview")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert f"{len(others)} of {len(shards)} shard stacks unchanged by the plan diff" in run.stdout, run.stdout
+    for shard in others:
+        assert not _previewed(run.stdout, f"{es.name}.{shard}"), run.stdout
+        assert f"{es.name}.{shard}" in run.stdout   # named in the unchanged line
+    for shard in reached:
+        line = _previewed(run.stdout, f"{es.name}.{shard}")
+        assert ": ok" in line, run.stdout
+    replica_shard = next(s for s in reached if s != outputs["layout"].value["control"])
+    assert "update" in _previewed(run.stdout, f"{es.name}.{replica_shard}"), run.stdout
+    assert "its share, the manifests it reads or the program changed" in run.stdout
+
+    # a shard whose state is gone: the diff cannot rule it out, so it is previewed
+    gone = f"{es.name}.{others[0]}"
+    es.stack.workspace.remove_stack(gone, force=True, preserve_config=True)
+    run = es.modelplane("preview")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "create" in _previewed(run.stdout, gone), run.stdout
+    assert f"{gone} (its state could not be read" in run.stdout, run.stdout
+    for shard in others[1:]:
+        assert not _previewed(run.stdout, f"{es.name}.{shard}"), run.stdout
+
+    # --every-shard previews them all
+    run = es.modelplane("preview", "--every-shard")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert all(": ok" in _previewed(run.stdout, f"{es.name}.{s}") for s in shards), run.stdout

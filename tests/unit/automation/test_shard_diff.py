@@ -1,0 +1,62 @@
+"""The plan diff of `python -m modelplane preview` on a split fleet (automation/split.py):
+which shard stacks are previewed and why, and which are proven unchanged."""
+
+from __future__ import annotations
+
+import pytest
+
+from automation.split import AppliedShard, ShardDiff, applied_from, diff_shards
+
+OK = AppliedShard("d1", "c1")
+
+
+@pytest.mark.parametrize(("digest", "config", "record", "reshaped", "expected"), [
+    ("d1", "c1", OK, False, None),                                     # same share, config, program
+    ("d2", "c1", OK, False, "its share, the manifests it reads or the program changed"),
+    ("d1", "c2", OK, False, "its config changed since it was applied"),
+    ("d1", "c1", AppliedShard("d1", None), False, "its config changed since it was applied"),
+    ("d1", "c1", None, False, "its state was not read"),
+    ("d1", "c1", AppliedShard(unknown="it was never applied"), False, "it was never applied"),
+    ("d1", "c1", AppliedShard(), False, "its last update recorded no applied digest"),
+    (None, "c1", OK, False, "the fleet stack's preview gave no digest of its share"),
+    ("d1", "c1", OK, True, "the fleet stack's preview creates, replaces or deletes resources"),
+])
+def test_a_shard_is_skipped_only_when_everything_it_applied_is_the_same(digest, config, record, reshaped, expected):
+    diff = diff_shards({"prod.a": digest}, {"prod.a": config}, {"prod.a": record}, fleet_reshaped=reshaped)
+    if expected is None:
+        assert diff == ShardDiff({}, ["prod.a"])
+    else:
+        assert diff == ShardDiff({"prod.a": expected}, [])
+
+
+def test_a_shard_missing_from_what_was_read_is_previewed_and_the_order_kept():
+    diff = diff_shards({"p.c": "x", "p.a": "d1", "p.b": "d1"}, {"p.a": "c1", "p.b": "c1", "p.c": "c1"},
+                       {"p.a": OK, "p.b": OK})
+    assert diff.unchanged == ["p.a", "p.b"]
+    assert diff.preview == {"p.c": "its state was not read"}
+
+
+@pytest.mark.parametrize(("history", "outputs", "expected"), [
+    ([], None, AppliedShard(unknown="it was never applied")),
+    (None, None, AppliedShard(unknown="it was never applied")),
+    ([{"kind": "update", "result": "failed"}], None,
+     AppliedShard(unknown="its last operation was update (failed), not a successful update")),
+    ([{"kind": "refresh", "result": "succeeded"}], None,
+     AppliedShard(unknown="its last operation was refresh (succeeded), not a successful update")),
+    (["garbage"], None, AppliedShard(unknown="its last operation was unknown (no result), not a successful update")),
+    ([{"kind": "update", "result": "succeeded"}], {"gatewayUrls": {}}, AppliedShard()),
+    ([{"kind": "update", "result": "succeeded"}], {"applied": "[secret]"}, AppliedShard()),
+    ([{"kind": "update", "result": "succeeded"}], {"applied": {"inputs": "d1", "fromConfig": "c1"}}, OK),
+    ([{"kind": "update", "result": "succeeded"}], {"applied": {"inputs": "d1"}}, AppliedShard("d1", None)),
+])
+def test_what_a_shard_applied_comes_from_its_last_successful_update_only(history, outputs, expected):
+    assert applied_from(history, outputs) == expected
+
+
+def test_the_summary_names_a_bounded_number_of_stacks_and_every_count():
+    diff = ShardDiff({"p.s-000": "its state was not read"}, [f"p.s-{i:03d}" for i in range(1, 21)])
+    text = diff.lines(3)
+    assert text.startswith("20 of 21 shard stacks unchanged by the plan diff")
+    assert "p.s-001, p.s-002, p.s-003 and 17 more" in text
+    assert "previewing 1 of 21 shard stacks: p.s-000 (its state was not read)" in text
+    assert ShardDiff({}, []).lines() == ""
