@@ -25,6 +25,7 @@ from components.args import SplitArgs
 from components.errors import ResourceError
 from modelplane.api import Fleet
 from modelplane.gateway.config import ServiceRoute
+from modelplane.gateway.security import PLUGINS_DIR
 from modelplane.json_types import JsonMapping
 from modelplane.plan import ControlPlan, FleetPlan, PlanError
 from modelplane.plan.share import FleetDigests, Share, StackLayout, fleet_shares, plan_shard, shard_digest
@@ -39,7 +40,7 @@ GATEWAY_URLS_OUTPUT = "gatewayUrls"
 APPLIED_OUTPUT = "applied"
 DIGESTS_KEY = "digests"            # in the shares file: shard -> shard_inputs_digest of the previewed share
 # What the program is made of, for program_digest: its packages and the SDKs that register resources.
-PROGRAM_PACKAGES = ("components", "modelplane", "providers")
+PROGRAM_PACKAGES = ("components", "modelplane", "providers", "sim")
 PROGRAM_DISTRIBUTIONS = ("pulumi", "pulumi-kubernetes", "pulumi-tls", "pulumi-command")
 
 
@@ -55,17 +56,24 @@ def shares_text(fleet: Fleet, placement: FleetPlacement, layout: StackLayout,
     return {shard: json.dumps(share.to_json(), separators=(",", ":")) for shard, share in shares.items()}
 
 
-@functools.cache
-def program_digest() -> str:
-    """The program's source (every .py of its packages, the project's __main__.py) and the
-    versions of the SDKs it registers resources with: a shard applied by another program
-    is previewed, whatever its share."""
-    h = hashlib.sha256()
+def program_files() -> list[Path]:
+    """Every file the program makes a shard's objects from: the .py files of its packages
+    and the project's __main__.py, and the gateway plugins' sources, which the renderer ships
+    to each gateway in a ConfigMap (modelplane.render.gateway.plugin_files)."""
     here = Path(__file__).resolve().parent.parent
     roots = [Path(importlib.import_module(name).__file__ or "").parent for name in PROGRAM_PACKAGES]
     files = sorted(f for root in roots for f in root.rglob("*.py"))
     main = here / "__main__.py"
-    for f in [*files, *([main] if main.exists() else [])]:
+    plugins = sorted(f for f in (PLUGINS_DIR / "src").rglob("*") if f.is_file())
+    return [*files, *([main] if main.exists() else []), *plugins]
+
+
+@functools.cache
+def program_digest() -> str:
+    """The program's files (program_files) and the versions of the SDKs it registers
+    resources with: a shard applied by another program is previewed, whatever its share."""
+    h = hashlib.sha256()
+    for f in program_files():
         h.update(f.name.encode())
         h.update(f.read_bytes())
     for dist in PROGRAM_DISTRIBUTIONS:

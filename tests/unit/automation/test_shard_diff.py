@@ -3,6 +3,8 @@ which shard stacks are previewed and why, and which are proven unchanged."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from automation.split import AppliedShard, ShardDiff, applied_from, diff_shards
@@ -60,3 +62,21 @@ def test_the_summary_names_a_bounded_number_of_stacks_and_every_count():
     assert "p.s-001, p.s-002, p.s-003 and 17 more" in text
     assert "previewing 1 of 21 shard stacks: p.s-000 (its state was not read)" in text
     assert ShardDiff({}, []).lines() == ""
+
+
+def test_the_program_digest_covers_every_file_a_shards_objects_are_made_from() -> None:
+    """A file the program renders from but the digest skips would let a changed program's
+    shard pass as unchanged: the gateway plugins' Go sources (shipped in a ConfigMap to each
+    gateway) and the `sim` package the components import were missed at first."""
+    import components.sim
+    import modelplane.render.gateway
+    import sim.cluster
+    from components.split import program_files
+    from modelplane.gateway.security import PLUGIN_MODULE, PLUGINS_DIR
+    from modelplane.render.gateway import plugin_files
+
+    files = {f.resolve() for f in program_files()}
+    shipped = {(PLUGINS_DIR / "src" / PLUGIN_MODULE / name).resolve() for name in plugin_files()}
+    assert shipped and shipped <= files
+    for module in (components.sim, modelplane.render.gateway, sim.cluster):
+        assert module.__file__ is not None and Path(module.__file__).resolve() in files
