@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 import pulumi
 
 from components.args import ClusterAccess, ObserveArgs
+from components.outputs import joined
 from modelplane.api import Fleet
 from modelplane.durations import MAX_GRACE_S, MAX_READ_TIMEOUT_S, MAX_WAIT_S, seconds
 from modelplane.json_types import JsonMapping, JsonObject, JsonValue
@@ -88,7 +89,7 @@ def observation(capacity: pulumi.Output[JsonObject], health: pulumi.Output[JsonO
         if cap:
             pulumi.log.info(format_capacity(FleetCapacity.from_json(cap), health_from_json(hea)))
         return {CAPACITY_KEY: cap or {}, HEALTH_KEY: hea or {}}
-    return pulumi.Output.all(capacity, health).apply(report)
+    return joined(capacity, health).apply(report)
 
 
 def verification(fleet: Fleet, placement: pulumi.Output[JsonObject], block: JsonMapping | None,
@@ -118,4 +119,5 @@ def verification(fleet: Fleet, placement: pulumi.Output[JsonObject], block: Json
                             "(python -m modelplane verify says the same):\n" + format_verification(report))
         return {**report.to_json(), "summary": report.summary()}
 
-    return pulumi.Output.all(placement, *created).apply(run)
+    # the ids (small) joined as usual; the placement as it is (components.outputs)
+    return joined(placement, pulumi.Output.all(*created)).apply(run)

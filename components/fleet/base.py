@@ -24,6 +24,7 @@ from components.errors import ResourceError
 from components.gateway import CONTROL_PLANE, WORKLOAD, TraefikGateway, TraefikGatewayArgs
 from components.k8s import ClusterReady, RenderedObject, object_name, resource_name
 from components.observe import observation, placement_observe
+from components.outputs import joined
 from components.service import ModelEndpoint, ModelEndpointArgs, ModelService, ModelServiceArgs
 from components.serving import ServingStack, ServingStackArgs
 from components.sim import sim_options
@@ -138,7 +139,7 @@ class ModelplaneFleet(pulumi.ComponentResource):
                 fleet_documents=args.fleet.to_documents(), accounting=args.accounting, observed=args.observed,
                 observe=self.observe, autoscale=autoscale), self.top)
         scaling = self.placement.autoscaling if autoscale is not None else pulumi.Output.from_input(None)
-        decision = pulumi.Output.all(self.placement.placement, scaling).apply(lambda a: self._decide(a[0], a[1]))
+        decision = joined(self.placement.placement, scaling).apply(lambda a: self._decide(a[0], a[1]))
         if autoscale is not None:
             self.outputs["autoscaling"] = scaling.apply(lambda raw: autoscaling_output(_scaling(raw)))
         self.plan = decision.apply(lambda d: d.plan)
