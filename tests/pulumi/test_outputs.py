@@ -25,7 +25,13 @@ def _run(make: Any) -> Any:
         out = make()
         return (await out.future(with_unknowns=True), await out.is_known(), await out.is_secret(),
                 await out.resources())
-    return asyncio.run(go())
+    # A loop of its own, the thread's left as it was: asyncio.run would unset it, and the
+    # program tests after this one (pulumi's mocks) ask for the thread's loop.
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(go())
+    finally:
+        loop.close()
 
 
 def test_the_values_come_in_order_and_as_they_are_not_rebuilt() -> None:
