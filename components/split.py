@@ -41,7 +41,7 @@ APPLIED_OUTPUT = "applied"
 DIGESTS_KEY = "digests"            # in the shares file: shard -> shard_inputs_digest of the previewed share
 # What the program is made of, for program_digest: its packages and the SDKs that register resources.
 PROGRAM_PACKAGES = ("components", "modelplane", "providers", "sim")
-PROGRAM_DISTRIBUTIONS = ("pulumi", "pulumi-kubernetes", "pulumi-tls", "pulumi-command")
+PROGRAM_DISTRIBUTIONS = ("pulumi", "pulumi-kubernetes", "pulumi-aws", "pulumi-gcp", "pulumi-command")
 
 
 def shard_stack(fleet_stack: str, shard: str) -> str:

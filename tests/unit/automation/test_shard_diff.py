@@ -80,3 +80,17 @@ def test_the_program_digest_covers_every_file_a_shards_objects_are_made_from() -
     assert shipped and shipped <= files
     for module in (components.sim, modelplane.render.gateway, sim.cluster):
         assert module.__file__ is not None and Path(module.__file__).resolve() in files
+
+
+def test_the_program_digest_names_every_pulumi_sdk_the_project_depends_on() -> None:
+    """A shard's cloud resources (EKS, GKE) come from pulumi-aws and pulumi-gcp: an upgrade of
+    either changes what a shard registers, so its version is in the digest (the policy SDK
+    registers nothing)."""
+    import re
+    import tomllib
+
+    from components.split import PROGRAM_DISTRIBUTIONS
+
+    deps = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())["project"]
+    names = {m.group(0) for d in deps["dependencies"] if (m := re.match(r"pulumi[a-z-]*", d))}
+    assert names - {"pulumi-policy"} <= set(PROGRAM_DISTRIBUTIONS), names
