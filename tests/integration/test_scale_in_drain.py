@@ -135,6 +135,11 @@ def test_sigterm_finishes_the_streams_in_flight_and_refuses_new_connections(flee
             break
         except httpx.TimeoutException:
             pass
+        except httpx.ReadError:
+            # Connected into the listen backlog just before the listener closed: Linux resets
+            # the connections it holds there when the listening socket closes (CI under load:
+            # "Connection reset by peer"). Never accepted, never served: poll on.
+            pass
         assert time.monotonic() < deadline, "the engine still accepts connections 60 s after SIGTERM"
         time.sleep(0.02)
     for t in threads:
