@@ -21,17 +21,22 @@ from pulumi.automation import PulumiCommand
 from pulumi.automation._cmd import CommandResult, OnOutput
 from pulumi.automation.errors import create_command_error
 
-from modelplane.processes import KILL_WAIT_S, Child, start, stop_groups
+from modelplane.processes import KILL_WAIT_S, Child, start, stop_trees
 
 CANCEL_GRACE_SECONDS = 120.0   # SIGINT -> SIGTERM: an up finishes the steps in flight
 TERM_GRACE_SECONDS = 10.0      # SIGTERM -> SIGKILL
+# SIGINT to the group is what a Ctrl-C in pulumi's own terminal sends
+STOP_LADDER = ((signal.SIGINT, CANCEL_GRACE_SECONDS), (signal.SIGTERM, TERM_GRACE_SECONDS),
+               (signal.SIGKILL, KILL_WAIT_S))
 
 
 class TrackedPulumiCommand(PulumiCommand):
     """`PulumiCommand` whose processes `stop_all` can stop."""
 
-    def __init__(self) -> None:
-        super().__init__(skip_version_check=True)
+    def __init__(self, root: str | None = None) -> None:
+        """`root`: the Pulumi installation to run (<root>/bin/pulumi), as PulumiCommand's; by
+        default the `pulumi` on PATH."""
+        super().__init__(root=root, skip_version_check=True)
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen[str]] = set()
         self.stopping = False
@@ -44,6 +49,9 @@ class TrackedPulumiCommand(PulumiCommand):
         if "--non-interactive" not in args:
             args = ["--non-interactive", *args]
         env = {**os.environ, **additional_env, "PULUMI_AUTOMATION_API": "true"}
+        if os.path.isabs(self.command):
+            # as PulumiCommand does: the plugins installed beside that CLI come first
+            env["PATH"] = os.pathsep.join([os.path.dirname(self.command), env.get("PATH", "")])
         with self._lock:
             if self.stopping:
                 raise KeyboardInterrupt
@@ -66,6 +74,11 @@ class TrackedPulumiCommand(PulumiCommand):
             for reader in readers:
                 reader.join()
             process.wait()
+        except BaseException:
+            # a KeyboardInterrupt (a test run's SIGTERM becomes one) while the CLI runs: stop it
+            # and what it started, or they outlive the caller
+            stop_trees([Child(process)], STOP_LADDER)
+            raise
         finally:
             with self._lock:
                 self._running.discard(process)
@@ -76,14 +89,12 @@ class TrackedPulumiCommand(PulumiCommand):
 
     def stop_all(self) -> None:
         """Cancel every running pulumi (SIGINT to its group), then terminate and kill what
-        is left; no new process starts afterwards."""
+        is left, its plugins included (modelplane.processes.stop_trees); no new process
+        starts afterwards."""
         with self._lock:
             self.stopping = True
             running = list(self._running)
-        # SIGINT to the group is what a Ctrl-C in pulumi's own terminal sends
-        stop_groups([Child(p) for p in running], ladder=((signal.SIGINT, CANCEL_GRACE_SECONDS),
-                                                         (signal.SIGTERM, TERM_GRACE_SECONDS),
-                                                         (signal.SIGKILL, KILL_WAIT_S)))
+        stop_trees([Child(p) for p in running], STOP_LADDER)
 
 
 def _consume(stream: IO[str] | None, callback: OnOutput | None, chunks: list[str]) -> None:

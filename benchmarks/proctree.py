@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from modelplane.processes import KILL_WAIT_S, Identity, command_line, kill_group, start, stop_groups  # noqa: E402
+from modelplane.processes import KILL_WAIT_S, Identity, command_line, descendant_pids, kill_group, start, stop_groups  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -63,32 +63,6 @@ class TreeRun:
     @property
     def cpu_total(self) -> float:
         return sum(self.cpu.values())
-
-
-def _children() -> dict[int, list[int]]:
-    kids: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        # the command name may hold spaces and parentheses: fields start after the last ')'
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
-        kids.setdefault(ppid, []).append(int(entry))
-    return kids
-
-
-def _descendants(root: int) -> list[int]:
-    kids = _children()
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo.extend(kids.get(pid, []))
-    return out
 
 
 def _memory(pid: int) -> int:
@@ -136,7 +110,7 @@ class _Sampler(threading.Thread):
 
     def once(self) -> None:
         total = 0
-        for pid in _descendants(self.root):
+        for pid in descendant_pids(self.root):
             got = _sample(pid)
             if got is None:
                 continue

@@ -8,7 +8,8 @@ path (gateway/process.py), the Automation API driver (automation/) and the bench
   start time and, when known, its argv[0]; a recorded process is signalled only while all of them
   still match, and never when it is a zombie, pid 1 or ourselves.
 * Stop: `stop_groups()` signals each live target's group (TERM, then KILL after a bound; any
-  ladder of signals and bounds), waiting between steps, and returns what it could not stop.
+  ladder of signals and bounds), waiting between steps, and returns what it could not stop;
+  `stop_trees()` also stops what a target started in sessions of its own and left behind.
 * Signals: `handling()` installs one handler for SIGINT, SIGTERM and SIGHUP (HANDLED_SIGNALS) for
   the length of a block and puts the previous ones back; in any thread but the main one it leaves
   them alone (Python delivers signals to the main thread only).
@@ -194,6 +195,56 @@ def stop_groups(targets: Sequence[T], grace: float = TERM_GRACE_S, *,
                 signal_group(t.pid, sig)
         wait_gone(live, wait)
     return [t for t in live if t.alive()]
+
+
+def descendant_pids(root: int) -> list[int]:
+    """`root` and every process below it, by parent pid (one scan of /proc): a snapshot, since a
+    process whose parent exits moves under init and out of the tree."""
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+            # the command name may hold spaces and parentheses: fields start after the last ')'
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def stop_trees(targets: Sequence[Target], ladder: Sequence[tuple[int, float]]) -> list[int]:
+    """`stop_groups` along `ladder`, and then every descendant of a target seen while that target
+    lived that still runs: SIGTERM, wait up to TERM_GRACE_S, SIGKILL. That reaches the processes
+    a target put in sessions of their own and left behind when it died (the Pulumi CLI starts
+    each plugin in a group of its own and stops them itself only if it lives long enough: a
+    SIGKILLed CLI leaves its language host and providers running under init). The descendants
+    are recorded before each step of the ladder. Returns the pids still running."""
+    seen: dict[int, Identity] = {}
+
+    def record() -> None:
+        for target in targets:
+            if target.alive():
+                for pid in descendant_pids(target.pid)[1:]:
+                    ident = seen.get(pid) or Identity.of(pid)
+                    if ident is not None:
+                        seen[pid] = ident
+
+    live = [t for t in targets if t.alive()]
+    for step in ladder:
+        record()
+        live = stop_groups(live, ladder=(step,))
+        if not live:
+            break
+    left_behind = [ident for ident in seen.values() if ident.alive()]
+    return [t.pid for t in live] + [ident.pid for ident in stop_groups(left_behind)]
 
 
 def reap(popen: subprocess.Popen[Any], timeout: float = 1.0) -> None:

@@ -105,7 +105,7 @@ class EngineStack:
 
 @pytest.fixture
 def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., EngineStack]:
-    from pulumi import automation as auto
+    from automation.processes import TrackedPulumiCommand
 
     # Stack files of runs that were killed before their teardown (older than two hours, so a
     # concurrent run's files are left alone).
@@ -127,7 +127,7 @@ def make_stack(engine_env: dict[str, str], tmp_path: Path) -> Callable[..., Engi
         "PULUMI_CONFIG_PASSPHRASE": env.get("PULUMI_CONFIG_PASSPHRASE") or "modelplane-engine-tests",
     })
     bin_dir = Path(shutil.which("pulumi", path=env["PATH"])).resolve().parent  # type: ignore[arg-type]
-    command = auto.PulumiCommand(root=str(bin_dir.parent))
+    command = TrackedPulumiCommand(root=str(bin_dir.parent))
 
     def make(manifests: Path, extra_config: dict[str, Any] | None = None) -> EngineStack:
         name = f"enginetest-{uuid.uuid4().hex[:10]}"

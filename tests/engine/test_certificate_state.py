@@ -14,6 +14,8 @@ PROGRAM = REPO / "tests" / "engine" / "certificate_program"
 def test_private_keys_are_encrypted_in_the_state_and_certificates_are_made_once(engine_env, tmp_path):
     from pulumi import automation as auto
 
+    from automation.processes import TrackedPulumiCommand
+
     work = tmp_path / "program"
     shutil.copytree(PROGRAM, work)
     (work / "Pulumi.yaml").write_text(
@@ -26,7 +28,7 @@ def test_private_keys_are_encrypted_in_the_state_and_certificates_are_made_once(
            "PULUMI_CONFIG_PASSPHRASE": "modelplane-engine-tests", "PYTHONPATH": str(REPO)}
     bin_dir = shutil.which("pulumi", path=env["PATH"])
     assert bin_dir, "pulumi not on the engine PATH"
-    command = auto.PulumiCommand(root=str(Path(bin_dir).resolve().parent.parent))
+    command = TrackedPulumiCommand(root=str(Path(bin_dir).resolve().parent.parent))
     opts = auto.LocalWorkspaceOptions(work_dir=str(work), pulumi_home=str(home), env_vars=env,
                                       secrets_provider="passphrase", pulumi_command=command)
     stack = auto.create_stack("certs", work_dir=str(work), opts=opts)

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from pulumi import automation as auto
 
+from automation.processes import TrackedPulumiCommand
 from automation.reconcile import lock_path
 from modelplane.api import Fleet, load_manifests
 from modelplane.scheduler import FleetPlacement
@@ -178,7 +179,7 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
     # The `pulumi` scripts/engine-env put first on PATH (scripts/engine/bin, which runs the real CLI
     # with the plugins on its PATH); the Automation API runs <root>/bin/pulumi.
     found = shutil.which("pulumi", path=env.get("PATH"))
-    command = auto.PulumiCommand(root=str(Path(found).resolve().parent.parent)) if found else None
+    command = TrackedPulumiCommand(root=str(Path(found).resolve().parent.parent)) if found else None
     stack, config_file = create_throwaway_stack(name, values, env, env["PULUMI_HOME"], command,
                                                 "tests/sim (stack.py)")
     return SimStack(stack, name, manifests, state_dir, config_file, env)

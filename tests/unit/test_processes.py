@@ -30,6 +30,7 @@ from modelplane.processes import (
     start,
     start_time,
     stop_groups,
+    stop_trees,
 )
 
 PY = sys.executable
@@ -39,6 +40,8 @@ SLEEPS = "import time; print('ready', flush=True); time.sleep(60)"
 # A child that starts a grandchild in its own group, prints the grandchild's pid and waits.
 FORKS = ("import subprocess, sys, time; g = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
          "print(g.pid, flush=True); time.sleep(60)")
+# The same, the grandchild in a session of its own (as the Pulumi CLI starts its plugins).
+FORKS_A_SESSION = FORKS.replace("time.sleep(60)'])", "time.sleep(60)'], start_new_session=True)")
 
 
 lines: dict[int, str] = {}   # pid -> the first line the child printed
@@ -103,6 +106,44 @@ def test_a_grandchild_in_the_group_is_gone(spawned: Callable[..., subprocess.Pop
     while ident is not None and ident.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert ident is not None and not ident.alive()
+
+
+def _gone_within(ident: Identity | None, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds               # reparented to init, reaped there
+    while ident is not None and ident.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return ident is None or not ident.alive()
+
+
+def test_stop_groups_leaves_a_grandchild_in_a_session_of_its_own(
+        spawned: Callable[..., subprocess.Popen[str]]) -> None:
+    """Why stop_trees exists: a group's signal misses what left the group."""
+    child = spawned(FORKS_A_SESSION)
+    grandchild = Identity.of(int(lines[child.pid]))
+    assert grandchild is not None and os.getpgid(grandchild.pid) == grandchild.pid
+    try:
+        assert stop_groups([Child(child)], 5.0) == []
+        assert grandchild.alive()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(grandchild.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("ladder", [
+    pytest.param(((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)), id="term-then-kill"),
+    pytest.param(((signal.SIGKILL, 5.0),), id="killed-at-once-leaving-its-children"),
+])
+def test_stop_trees_stops_what_the_child_left_in_a_session_of_its_own(
+        spawned: Callable[..., subprocess.Popen[str]], ladder: tuple[tuple[int, float], ...]) -> None:
+    child = spawned(FORKS_A_SESSION)
+    grandchild = Identity.of(int(lines[child.pid]))
+    try:
+        assert stop_trees([Child(child)], ladder) == []
+        assert child.poll() is not None
+        assert _gone_within(grandchild, 5.0)
+    finally:
+        if grandchild is not None and grandchild.alive():
+            os.killpg(grandchild.pid, signal.SIGKILL)
 
 
 def test_a_ladder_sends_its_own_signals_in_order(spawned: Callable[..., subprocess.Popen[str]]) -> None:
