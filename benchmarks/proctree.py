@@ -21,7 +21,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from modelplane.processes import KILL_WAIT_S, Identity, command_line, descendant_pids, kill_group, start, stop_groups  # noqa: E402
+from modelplane.processes import (  # noqa: E402
+    KILL_WAIT_S,
+    Identity,
+    command_line,
+    descendant_pids,
+    kill_group,
+    start,
+    stop_groups,
+)
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")

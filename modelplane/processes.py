@@ -212,11 +212,14 @@ def descendant_pids(root: int) -> list[int]:
         except (OSError, ValueError, IndexError):
             continue
         kids.setdefault(ppid, []).append(int(entry))
-    out, todo = [], [root]
+    # the scan is not atomic: a pid freed and reused during it could close a loop
+    out, seen, todo = [], {root}, [root]
     while todo:
         pid = todo.pop()
         out.append(pid)
-        todo.extend(kids.get(pid, []))
+        fresh = [kid for kid in kids.get(pid, ()) if kid not in seen]
+        seen.update(fresh)
+        todo.extend(fresh)
     return out
 
 

@@ -22,6 +22,7 @@ from modelplane.processes import (
     Child,
     Identity,
     command_line,
+    descendant_pids,
     handling,
     listen_socket,
     port_of,
@@ -113,6 +114,15 @@ def _gone_within(ident: Identity | None, seconds: float) -> bool:
     while ident is not None and ident.alive() and time.monotonic() < deadline:
         time.sleep(0.05)
     return ident is None or not ident.alive()
+
+
+def test_descendant_pids_is_the_root_then_everything_below_it(spawned: Callable[..., subprocess.Popen[str]]) -> None:
+    child = spawned(FORKS_A_SESSION)
+    grandchild = int(lines[child.pid])
+    assert descendant_pids(child.pid) == [child.pid, grandchild]    # its own session: still below it
+    assert descendant_pids(grandchild) == [grandchild]
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(grandchild, signal.SIGKILL)
 
 
 def test_stop_groups_leaves_a_grandchild_in_a_session_of_its_own(
