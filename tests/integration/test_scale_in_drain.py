@@ -135,10 +135,12 @@ def test_sigterm_finishes_the_streams_in_flight_and_refuses_new_connections(flee
             break
         except httpx.TimeoutException:
             pass
-        except httpx.ReadError:
-            # Connected into the listen backlog just before the listener closed: Linux resets
-            # the connections it holds there when the listening socket closes (CI under load:
-            # "Connection reset by peer"). Never accepted, never served: poll on.
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            # Connected just before the listener closed, never served: Linux resets the
+            # connections still in the listen backlog when the listening socket closes
+            # ("Connection reset by peer", CI at 105a879), and a connection the engine accepted
+            # while shutting down is closed before its request is read ("Server disconnected
+            # without sending a response", CI at b45c9ca). Either way: poll on.
             pass
         assert time.monotonic() < deadline, "the engine still accepts connections 60 s after SIGTERM"
         time.sleep(0.02)
