@@ -86,6 +86,13 @@ class ModelServiceSpec(ApiModel):
                 f"endpoints[{other}].routingPolicy.balancing is RoundRobin but endpoints[{asked[0]}]"
                 ".routingPolicy.balancing is CacheAware; the gateway balances a whole service one way: "
                 "set balancing: CacheAware on every entry, or on none")
+        capacity = [i for i, e in enumerate(self.endpoints)
+                    if e.routing_policy is not None and e.routing_policy.weighting == "Capacity"]
+        if capacity:
+            raise ValueError(
+                f"endpoints[{capacity[0]}].routingPolicy.weighting is Capacity, which balancing CacheAware cannot "
+                "honour (the kvroute plugin picks a replica by cache and load, one engine a replica); use "
+                "weighting: Even, or balancing: RoundRobin")
         tiers = sorted({e.priority for e in self.endpoints})
         if len(tiers) > 1:
             other = next(i for i, e in enumerate(self.endpoints) if e.priority != tiers[0])

@@ -104,10 +104,11 @@ def balanced(*entries: dict[str, object]) -> str:
     return to_yaml([model_service("chat", *entries, namespace="ml")])
 
 
-def entry(name: str, balancing: str | None = None, priority: int | None = None) -> dict[str, object]:
-    e = service_entry({"modelplane.ai/deployment": name}, name=name)
+def entry(name: str, balancing: str | None = None, priority: int | None = None,
+          weighting: str | None = None) -> dict[str, object]:
+    e = service_entry({"modelplane.ai/deployment": name}, weighting, name=name)
     if balancing is not None:
-        e["routingPolicy"] = {"balancing": balancing}
+        e["routingPolicy"] = {**e.get("routingPolicy", {}), "balancing": balancing}
     if priority is not None:
         e["priority"] = priority
     return e
@@ -129,6 +130,9 @@ def test_balancing_defaults_to_round_robin_and_cache_aware_loads() -> None:
                  id="a mix of entries"),
     pytest.param([entry("a", "CacheAware"), entry("b", "CacheAware", priority=1)],
                  ["at spec: endpoints[1].priority is 1", "one priority tier"], id="two tiers"),
+    pytest.param([entry("a", "CacheAware"), entry("b", "CacheAware", weighting="Capacity")],
+                 ["at spec: endpoints[1].routingPolicy.weighting is Capacity", "weighting: Even"],
+                 id="capacity weighting"),
 ])
 def test_invalid_balancing(entries: list[dict[str, object]], words: list[str]) -> None:
     text = error(balanced(*entries))

@@ -6,10 +6,11 @@ the engines must count the hits the simulator counts. One at a time no replica h
 choice is the overlap's, and a new conversation's the tie-break's (the replica holding fewer blocks):
 the conversations here share no first block, or every one would follow the first.
 
-The generated gateway configuration does not load the plugin yet (modelplane/gateway/config.py's
-static `experimental` block names callerauth only): this test adds it to the static configuration
-itself. Traefik's local plugins: doc.traefik.io/traefik/plugins/ ("experimental.localPlugins", the
-sources under ./plugins-local/src/<moduleName>)."""
+These two tests configure the plugin by hand, with static lists, to compare its decisions with the
+simulator's; test_generated_configuration_routes_through_kvroute_and_callerauth_still_refuses runs the
+configuration modelplane.gateway.config generates for a `balancing: CacheAware` ModelService. Traefik's
+local plugins: doc.traefik.io/traefik/plugins/ ("experimental.localPlugins", the sources under
+./plugins-local/src/<moduleName>; static_config(kvroute=True) loads it)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,7 @@ import httpx
 import pytest
 
 from modelplane.autoscale.exposition import parse
-from modelplane.gateway import config as gateway_config
-from modelplane.gateway.security import plugin_static
+from modelplane.gateway.kvroute import KV_PLUGIN
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
@@ -30,15 +30,7 @@ from tests.unit.kvroute.traces import conversations
 
 pytestmark = pytest.mark.integration
 
-KV_PLUGIN = "modelplane-kvroute"
-KV_MODULE = "modelplane.local/kvroute"
 BLOCKS = 40
-
-
-def with_kvroute() -> dict[str, object]:
-    static = plugin_static()
-    static["localPlugins"][KV_PLUGIN] = {"moduleName": KV_MODULE}   # type: ignore[index]
-    return static
 
 
 def _sent(client: httpx.Client, url: str, trace: list[TraceRequest]) -> list[httpx.Headers]:
@@ -53,15 +45,13 @@ def _sent(client: httpx.Client, url: str, trace: list[TraceRequest]) -> list[htt
     return headers
 
 
-def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
+def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path) -> None:
     trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
              for i, r in enumerate(conversations(200, conversations=20, blocks_per_turn=2,
                                                   shared_root=False))]
     engines = [Engine(f"r{i}", tmp_path, deployment="chat",
                       extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"]) for i in range(2)]
-    traefik = Traefik("gw", tmp_path, plugins=True)
+    traefik = Traefik("gw", tmp_path, kvroute=True)
     try:
         for e in engines:
             e.wait_ready()
@@ -89,18 +79,17 @@ def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
     assert summary["cluster"] == "c0" and summary["replicas"] == 2 and summary["m"] == 65536
 
 
-def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path) -> None:
     """Issue 29's agreement goal: 2 clusters x 2 live engines, each cluster behind the plugin as its workload
     gateway (publishing its summary), the plugin in its control-plane mode in front (reading the summaries
     before every request, as the simulator's publish interval 0 does), 2,000 requests one at a time. The
     (cluster, replica) of each must be the simulator's for >= 95% of them."""
-    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
     trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
              for i, r in enumerate(conversations(2000, conversations=150, blocks_per_turn=2))]
     names = [f"c{c}r{r}" for c in range(2) for r in range(2)]
     engines = {n: Engine(n, tmp_path, deployment="chat", extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"])
                for n in names}
-    traefik = Traefik("gw", tmp_path, plugins=True)
+    traefik = Traefik("gw", tmp_path, kvroute=True)
     try:
         for e in engines.values():
             e.wait_ready()
