@@ -7,6 +7,7 @@ package kvroute
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -16,6 +17,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -51,13 +53,25 @@ type TLSConfig struct {
 	KeyFile  string `json:"keyFile,omitempty"`
 }
 
-const clientTimeout = 60 * time.Second
+const (
+	dialTimeout    = 30 * time.Second
+	summaryTimeout = 5 * time.Second
+)
 
 // clientFor is the HTTP client one cluster is dialled with: plain, or mutual TLS with the hop CA
-// and the client certificate, the gateway's certificate verified for serverName.
+// and the client certificate, the gateway's certificate verified for serverName. Like Traefik's own
+// proxy it puts no bound on a whole request (a completion may stream for as long as the ModelService's
+// timeouts allow); only dialling is bounded here, and a summary read by summaryTimeout (fetch).
 func clientFor(t *TLSConfig, serverName string) (*http.Client, error) {
+	dialer := &net.Dialer{Timeout: dialTimeout}
+	// A closure, not the method value dialer.DialContext, which Yaegi types as taking the receiver.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, addr)
+	}
+	transport := &http.Transport{DialContext: dial, TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
 	if t == nil {
-		return &http.Client{Timeout: clientTimeout}, nil
+		return &http.Client{Transport: transport}, nil
 	}
 	if t.CAFile == "" || t.CertFile == "" || t.KeyFile == "" {
 		return nil, errors.New("kvroute: tls needs caFile, certFile and keyFile")
@@ -74,9 +88,9 @@ func clientFor(t *TLSConfig, serverName string) (*http.Client, error) {
 	if err != nil {
 		return nil, errors.New("kvroute: tls.certFile and tls.keyFile are not a certificate and its key")
 	}
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert},
-		ServerName: serverName, MinVersion: tls.VersionTLS12}}
-	return &http.Client{Timeout: clientTimeout, Transport: transport}, nil
+	transport.TLSClientConfig = &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert},
+		ServerName: serverName, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: transport}, nil
 }
 
 type summary struct {
@@ -249,7 +263,13 @@ func (cr *clusterRouter) refresh(c *summary, nowS float64) {
 }
 
 func (cr *clusterRouter) fetch(c *summary) []byte {
-	resp, err := c.client.Get(c.url + "/kvroute/summary")
+	ctx, cancel := context.WithTimeout(context.Background(), summaryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/kvroute/summary", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil
 	}
