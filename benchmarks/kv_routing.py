@@ -141,23 +141,16 @@ def traefik_hops(trace: list) -> dict[str, tuple[float, float]]:
 
     import httpx
 
-    from modelplane.gateway import config as gateway_config
-    from modelplane.gateway.security import plugin_static
+    from modelplane.gateway.kvroute import KV_PLUGIN
     from modelplane.runtime.process import Engine, Traefik
 
-    def with_kvroute() -> dict:
-        static = plugin_static()
-        static["localPlugins"]["modelplane-kvroute"] = {"moduleName": "modelplane.local/kvroute"}
-        return static
-
-    gateway_config.plugin_static = with_kvroute     # the generated configuration does not load it yet
     out: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="kv-hop-") as tmp:
         engines = {f"c{c}r{r}": Engine(f"c{c}r{r}", Path(tmp), deployment="chat",
                                        extra=["--kv-blocks", "860", "--kv-time-scale", "0"])
                    for c in range(2) for r in range(2)}
-        gateways = [Traefik(f"c{c}", Path(tmp), plugins=True) for c in range(2)]   # the workload gateways
-        control = Traefik("control", Path(tmp), plugins=True)
+        gateways = [Traefik(f"c{c}", Path(tmp), kvroute=True) for c in range(2)]   # the workload gateways
+        control = Traefik("control", Path(tmp), kvroute=True)
         traefiks = [*gateways, control]
         try:
             for e in engines.values():
@@ -177,13 +170,13 @@ def traefik_hops(trace: list) -> dict[str, tuple[float, float]]:
                                                                                           "noop@internal"),
                                 "all": {"entryPoints": ["web"], "rule": "PathPrefix(`/`)", "priority": 1,
                                         "middlewares": ["kv"], "service": "noop@internal"}},
-                    "middlewares": {**strip, "kv": {"plugin": {"modelplane-kvroute": {
+                    "middlewares": {**strip, "kv": {"plugin": {KV_PLUGIN: {
                         "replicas": [s["url"] for s in servers], "kvBlocks": 860, "cluster": f"c{c}"}}}},
                     "services": {"engines": {"loadBalancer": {"servers": servers}}}}}, timeout=60)
             control.apply({"http": {
                 "routers": {"plain": route("cp-plain", ["strip"], "gateways"),
                             "kv": route("cp-kv", ["strip", "cp"], "noop@internal")},
-                "middlewares": {**strip, "cp": {"plugin": {"modelplane-kvroute": {
+                "middlewares": {**strip, "cp": {"plugin": {KV_PLUGIN: {
                     "clusters": [{"name": f"c{c}", "url": gw.url, "weight": 1} for c, gw in enumerate(gateways)]}}}},
                 "services": {"gateways": {"loadBalancer": {"servers": [{"url": gw.url} for gw in gateways]}}}}},
                 timeout=60)

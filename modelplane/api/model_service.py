@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from .common import ApiModel, KindObject, RequiredLabelSelector, check_dns_label, check_unique
 from .inference_gateway import CALLER_PATTERN
@@ -20,6 +20,10 @@ class ServiceEntry(ApiModel):
     weight: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     selector: RequiredLabelSelector
     routing_policy: RoutingPolicy | None = None  # ours: modelplane/api/placement_policy.py
+
+    @property
+    def balancing(self) -> str:
+        return self.routing_policy.balancing if self.routing_policy is not None else "RoundRobin"
 
     @field_validator("name")
     @classmethod
@@ -62,6 +66,42 @@ class ModelServiceSpec(ApiModel):
     @classmethod
     def _unique_names(cls, entries: list[ServiceEntry]) -> list[ServiceEntry]:
         return check_unique(entries, "endpoint entry names")
+
+    @property
+    def cache_aware(self) -> bool:
+        """Every entry asks `routingPolicy.balancing: CacheAware` (the validator below refuses a mix)."""
+        return all(e.balancing == "CacheAware" for e in self.endpoints)
+
+    @model_validator(mode="after")
+    def _one_balancing(self) -> ModelServiceSpec:
+        """The kvroute plugin balances a whole service (its router) and forwards the request itself,
+        so a service is CacheAware on every entry or on none, and in one priority tier only: kvroute
+        has no failover to a backup tier."""
+        asked = [i for i, e in enumerate(self.endpoints) if e.balancing == "CacheAware"]
+        if not asked:
+            return self
+        if len(asked) != len(self.endpoints):
+            other = next(i for i, e in enumerate(self.endpoints) if e.balancing != "CacheAware")
+            raise ValueError(
+                f"endpoints[{other}].routingPolicy.balancing is RoundRobin but endpoints[{asked[0]}]"
+                ".routingPolicy.balancing is CacheAware; the gateway balances a whole service one way: "
+                "set balancing: CacheAware on every entry, or on none")
+        capacity = [i for i, e in enumerate(self.endpoints)
+                    if e.routing_policy is not None and e.routing_policy.weighting == "Capacity"]
+        if capacity:
+            raise ValueError(
+                f"endpoints[{capacity[0]}].routingPolicy.weighting is Capacity, which balancing CacheAware cannot "
+                "honour (the kvroute plugin picks a replica by cache and load, one engine a replica); use "
+                "weighting: Even, or balancing: RoundRobin")
+        tiers = sorted({e.priority for e in self.endpoints})
+        if len(tiers) > 1:
+            other = next(i for i, e in enumerate(self.endpoints) if e.priority != tiers[0])
+            raise ValueError(
+                f"endpoints[{other}].priority is {self.endpoints[other].priority}, another tier than "
+                f"endpoints[0]'s {self.endpoints[0].priority}: balancing CacheAware routes one priority tier "
+                "(the kvroute plugin has no failover to a backup tier); give every entry one priority, "
+                "or use balancing: RoundRobin")
+        return self
 
 
 class ModelService(KindObject):

@@ -1,7 +1,8 @@
 """Our placement extensions: fields the reference does not have.
 
 * `ModelDeployment.spec.placementPolicy` — `spreadConstraints` and `clusterPreferences`;
-* `ModelService.spec.endpoints[].routingPolicy` — `weighting: Even | Capacity`;
+* `ModelService.spec.endpoints[].routingPolicy` — `weighting: Even | Capacity` and
+  `balancing: RoundRobin | CacheAware`;
 * `FleetBudget` — a cluster-scoped kind of its own API group, `FLEET_BUDGET_API_VERSION`.
 
 Every field is optional, so the reference's manifests load unchanged. The two blocks
@@ -108,6 +109,11 @@ class RoutingPolicy(ApiModel):
     """`ModelService.spec.endpoints[].routingPolicy`: how an entry splits its share."""
 
     weighting: Literal["Even", "Capacity"] = "Even"
+    # How the gateways pick among the service's backends within those weights: RoundRobin (the
+    # weighted round robin, exact splits) or CacheAware (the kvroute plugin: by prefix-cache overlap
+    # and load, within the clusters' weights; docs/kv-routing.md). The gateway balances a whole
+    # service one way, so every entry of a CacheAware service says so (ModelServiceSpec checks it).
+    balancing: Literal["RoundRobin", "CacheAware"] = "RoundRobin"
 
 
 class FleetBudgetSpec(ApiModel):

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from modelplane.gateway.kvroute import TERMINAL_SERVICE, check_cache_aware, control_middleware, workload_middleware
 from modelplane.gateway.security import (
     PLAIN,
     EdgeSecurity,
@@ -99,6 +100,9 @@ class ServiceRoute:
     namespace: str
     name: str
     backends: tuple[WeightedBackend, ...] = field(default_factory=tuple)
+    # routingPolicy.balancing: CacheAware on the service: both hops route it through the kvroute
+    # plugin (modelplane.gateway.kvroute) instead of the weighted round robin.
+    cache_aware: bool = False
 
     @property
     def prefix(self) -> str:
@@ -210,6 +214,9 @@ def control_plane_config(
         if not r.backends:
             continue  # reference: no ready endpoint anywhere -> no route (404)
         base = _id("cp", r.namespace, r.name)
+        if r.cache_aware:
+            routers[base] = _cache_aware_router(r, base, cluster_gateways, middlewares, edge, hop)
+            continue
         tier_names = []
         for tier in _tiers(r.backends):
             tname = f"{base}-p{tier[0].priority}"
@@ -239,20 +246,7 @@ def control_plane_config(
             services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
             tier_names.append(tname)
         top = _failover_chain(base, tier_names, services)
-        chain = ["retry"]
-        if edge is not None and edge.auth:
-            # First: no request reaches the retry buffer, let alone a backend, unauthenticated.
-            auth = auth_middleware_name(r.namespace, r.name)
-            middlewares[auth] = auth_middleware(edge, r.namespace, r.name)
-            chain.insert(0, auth)
-        routers[base] = {
-            "entryPoints": [WEB],
-            "rule": f"PathPrefix(`{r.prefix}/`)",
-            "middlewares": chain,
-            "service": top,
-        }
-        if edge is not None and edge.tls is not None:
-            routers[base]["tls"] = {}
+        routers[base] = _edge_router(r, ["retry"], top, middlewares, edge)
     statuses = CONTROL_PLANE_RETRY_STATUS if tuning.retry_on_5xx else ()
     middlewares["retry"] = _retry(tuning, statuses)
     extra: Config = {}
@@ -266,6 +260,45 @@ def control_plane_config(
             routers.update(redirect_routers)
             middlewares.update(redirect_mws)
     return _dynamic(routers, services, middlewares, extra, tls)
+
+
+def _edge_router(r: ServiceRoute, chain: list[str], service: str, middlewares: Config,
+                 edge: EdgeSecurity | None) -> Config:
+    """The control plane's router of one service: `chain`, after callerauth when callers are
+    authenticated (its middleware added to `middlewares`), then `service`."""
+    if edge is not None and edge.auth:
+        # First: no request reaches the retry buffer or kvroute, let alone a backend, unauthenticated.
+        auth = auth_middleware_name(r.namespace, r.name)
+        middlewares[auth] = auth_middleware(edge, r.namespace, r.name)
+        chain = [auth, *chain]
+    router: Config = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "middlewares": chain,
+                      "service": service}
+    if edge is not None and edge.tls is not None:
+        router["tls"] = {}
+    return router
+
+
+def _cache_aware_router(r: ServiceRoute, base: str, cluster_gateways: Mapping[str, str], middlewares: Config,
+                        edge: EdgeSecurity | None, hop: HopTls | None) -> Config:
+    """A `balancing: CacheAware` service at the control plane: the service prefix stripped, then
+    kvroute's cluster pick over the clusters' gateways at `<gateway>/<ns>/<svc>`, each with the
+    weight the weighted round robin would give it. callerauth must run before kvroute: kvroute is
+    terminal (it forwards the request itself and never calls the next handler), so whatever follows
+    it never runs, and a request must be authenticated, its caller allowed and counted against the
+    caller's limits before anything is forwarded. No `retry`: kvroute reads the body into memory
+    itself and tries the next cluster on a refusal (503, 429, connection error)."""
+    check_cache_aware(r.namespace, r.name, r.backends)
+    strip, kv = f"{base}-strip", f"{base}-kvroute"
+    middlewares[strip] = {"stripPrefix": {"prefixes": [r.prefix]}}
+    clusters = sorted({b.endpoint.cluster for b in r.backends if b.endpoint.cluster is not None})
+    urls = {c: hop_url(cluster_gateways[c], hop) for c in clusters}
+    if hop is None:
+        middlewares[kv] = control_middleware(r.prefix, r.backends, urls)
+    else:
+        tls: Config = {"caFile": hop.ca_file, "certFile": hop.cert.cert, "keyFile": hop.cert.key}
+        middlewares[kv] = control_middleware(r.prefix, r.backends, urls, tls,
+                                             {c: hop.server_name(c) for c in clusters})
+    return _edge_router(r, [strip, kv], TERMINAL_SERVICE, middlewares, edge)
 
 
 def egress_config(
@@ -342,7 +375,8 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
                 child = _id("replica", b.endpoint.namespace, b.endpoint.name)
                 children.append({"name": child, "weight": b.weight})
                 probes.append({"name": child, "weight": 1})
-            services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
+            if not r.cache_aware:
+                services[tname] = {"weighted": {"services": children, "healthCheck": {}}}
             # Probes get their own weighted services so that health checks never
             # advance the round robin that user requests see (exact splits).
             services[f"{tname}-health"] = {"weighted": {"services": probes, "healthCheck": {}}}
@@ -351,11 +385,20 @@ def workload_config(cluster: str, routes: Sequence[ServiceRoute], tuning: Tuning
                 "middlewares": probe_mws, "service": f"{tname}-health"}
             tier_names.append(tname)
             all_probes += probes
-        # The control plane picked a tier before sending here, so the lowest locally
-        # healthy tier is that same tier; the chain only matters inside detection gaps.
-        routers[base] = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "priority": 100,
-                         "middlewares": [strip, UNPROCESSED_REWRITE, "retry"],
-                         "service": _failover_chain(base, tier_names, services)}
+        if r.cache_aware:
+            # kvroute picks the replica and forwards to it itself (terminal: no retry after it, and
+            # noop@internal is never reached); a broken engine connection is its 502, answered 503 so
+            # that the control plane's kvroute tries another cluster. One tier: the API refuses more.
+            middlewares[f"{base}-kvroute"] = workload_middleware(cluster, local)
+            routers[base] = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "priority": 100,
+                             "middlewares": [strip, UNPROCESSED_REWRITE, f"{base}-kvroute"],
+                             "service": TERMINAL_SERVICE}
+        else:
+            # The control plane picked a tier before sending here, so the lowest locally
+            # healthy tier is that same tier; the chain only matters inside detection gaps.
+            routers[base] = {"entryPoints": [WEB], "rule": f"PathPrefix(`{r.prefix}/`)", "priority": 100,
+                             "middlewares": [strip, UNPROCESSED_REWRITE, "retry"],
+                             "service": _failover_chain(base, tier_names, services)}
         services[f"{base}-health"] = {"weighted": {"services": all_probes, "healthCheck": {}}}
         routers[f"{base}-health"] = {"entryPoints": [WEB], "rule": f"Path(`{r.prefix}/health`)",
                                      "priority": 200, "middlewares": probe_mws,
@@ -385,11 +428,13 @@ def static_config(
     api: bool = False,
     plugins: bool = False,
     plain_address: str | None = None,
+    kvroute: bool = False,
 ) -> Config:
     """Traefik static config: file provider watching a directory, no access log.
 
-    `plugins`: load the callerauth plugin (from ./plugins-local/src/ of Traefik's working
-    directory); `plain_address`: the entry point that only redirects plain HTTP to HTTPS."""
+    `plugins`: load the callerauth plugin, `kvroute` the kvroute plugin (both from
+    ./plugins-local/src/ of Traefik's working directory); `plain_address`: the entry point that
+    only redirects plain HTTP to HTTPS."""
     eps = {WEB: {"address": web_address}}
     if plain_address:
         eps[PLAIN] = {"address": plain_address}
@@ -403,8 +448,8 @@ def static_config(
         # Said, not defaulted: no backend certificate is ever accepted unverified.
         "serversTransport": {"insecureSkipVerify": False},
     }
-    if plugins:
-        cfg["experimental"] = plugin_static()
+    if plugins or kvroute:
+        cfg["experimental"] = plugin_static(callerauth=plugins, kvroute=kvroute)
     if throttle:
         # Traefik waits this long (default 2s) before applying a changed file.
         cfg["providers"]["providersThrottleDuration"] = throttle

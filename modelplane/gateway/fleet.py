@@ -63,7 +63,7 @@ def fleet_routes(fleet: Fleet, endpoints: list[Endpoint],
     routes = []
     for (ns, name), svc in sorted(fleet.services.items()):
         backends = compute_weights(route_entries(svc), endpoints, namespace=ns)
-        routes.append(ServiceRoute(ns, name, tuple(backends)))
+        routes.append(ServiceRoute(ns, name, tuple(backends), cache_aware=svc.spec.cache_aware))
     return routes
 
 

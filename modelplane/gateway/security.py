@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from modelplane.gateway.kvroute import kvroute_static
 from modelplane.json_types import JsonObject
 
 CALLER_HEADER = "x-modelplane-caller"
@@ -173,6 +174,10 @@ def redirect_router() -> tuple[Config, Config]:
             {"to-https": {"redirectScheme": {"scheme": "https", "permanent": True}}})
 
 
-def plugin_static() -> Config:
-    """The static `experimental` block that loads callerauth from ./plugins-local/src/."""
-    return {"localPlugins": {PLUGIN: {"moduleName": PLUGIN_MODULE}}}
+def plugin_static(*, callerauth: bool = True, kvroute: bool = False) -> Config:
+    """The static `experimental` block that loads callerauth and/or kvroute (modelplane.gateway.
+    kvroute) from ./plugins-local/src/."""
+    plugins: Config = {PLUGIN: {"moduleName": PLUGIN_MODULE}} if callerauth else {}
+    if kvroute:
+        plugins.update(kvroute_static())
+    return {"localPlugins": plugins}

@@ -95,13 +95,21 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
         pool_labeler=tuple(render_pool_labeler(spec, fleet)),
         kai_queue=render_kai_queue() if dynamo(spec) else None,
         charts=tuple(chart_specs(spec, fleet)),
-        gateway=tuple(gateway_objects(gateway, node_port=NODE_PORT if spec.source == "Kind" else None,
-                                      secrets=[hop_volume(gateway)], tls=True,
-                                      service_annotations=_load_balancer(fleet, spec.source, internal=colocated))),
+        gateway=(*gateway_objects(gateway, node_port=NODE_PORT if spec.source == "Kind" else None,
+                                  secrets=[hop_volume(gateway)], tls=True, kvroute=fleet_cache_aware(fleet),
+                                  service_annotations=_load_balancer(fleet, spec.source, internal=colocated)),
+                 # kvroute's sources, when a ModelService of the fleet is balanced CacheAware.
+                 *([plugin_configmap(gateway, callerauth=False, kvroute=True)] if fleet_cache_aware(fleet) else [])),
         hop=hop_need(gateway, f"the hop certificate of cluster {cluster}'s gateway (mutual TLS)"),
         provided=serving_stack_provided(spec),
         autoscaler_iam=autoscaler_iam(spec),
     )
+
+
+def fleet_cache_aware(fleet: Fleet) -> bool:
+    """A ModelService of the fleet is balanced CacheAware: every gateway loads kvroute (placement-free,
+    as the gateways' Deployments are; a gateway serving none of those services loads it unused)."""
+    return any(svc.spec.cache_aware for svc in fleet.services.values())
 
 
 def _load_balancer(fleet: Fleet, source: str, *, internal: bool) -> Callable[[Sequence[int]], dict[str, str]] | None:
@@ -202,7 +210,7 @@ def cluster_facts(fleet: Fleet, placement: FleetPlacement,
             if b.endpoint.cluster in local:
                 by_cluster.setdefault(b.endpoint.cluster, []).append(b)
         for name, backends in by_cluster.items():
-            local[name].append(ServiceRoute(r.namespace, r.name, tuple(backends)))
+            local[name].append(ServiceRoute(r.namespace, r.name, tuple(backends), r.cache_aware))
     return {name: ClusterFacts(tuple(sorted(namespaces[name])), tuple(caches[name]), tuple(local[name]))
             for name in sorted(fleet.clusters)}
 
@@ -275,12 +283,12 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
     source = fleet.clusters[cluster].source if in_fleet else control.source
     gateway = gateway_objects(CONTROL_GATEWAY, node_port=CONTROL_NODE_PORT if kind else None,
                               static_routes=static, egress=mode, secrets=[hop_volume(CONTROL_GATEWAY), *edge.volumes],
-                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect,
+                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect, kvroute=fleet_cache_aware(fleet),
                               service_annotations=_load_balancer(fleet, source, internal=False))
     if mode == "reference":
         gateway.append(egress_configmap(CONTROL_GATEWAY, static))
-    if edge.auth:
-        gateway.append(plugin_configmap(CONTROL_GATEWAY))
+    if edge.auth or fleet_cache_aware(fleet):
+        gateway.append(plugin_configmap(CONTROL_GATEWAY, callerauth=edge.auth, kvroute=fleet_cache_aware(fleet)))
     return ControlPlan(cluster=cluster, in_fleet=in_fleet, kind=kind, static_routes=static,
                        system_namespace=render_system_namespace(cluster), gateway=tuple(gateway),
                        egress_mode=mode, egress=tuple(egress_keys(static)), edge=edge, hop=control_hop(fleet),

@@ -199,11 +199,16 @@ def shard_digest(digests: FleetDigests, share_json: JsonMapping, *, control: boo
 
 
 def _route_json(route: ServiceRoute) -> JsonObject:
-    return {"namespace": route.namespace, "name": route.name, "backends": [asdict(b) for b in route.backends]}
+    out: JsonObject = {"namespace": route.namespace, "name": route.name,
+                       "backends": [asdict(b) for b in route.backends]}
+    if route.cache_aware:   # said only when on: a share without it reads (and digests) as before
+        out["cacheAware"] = True
+    return out
 
 
 def _route(data: JsonMapping) -> ServiceRoute:
-    return ServiceRoute(data["namespace"], data["name"], tuple(_backend(b) for b in data["backends"]))
+    return ServiceRoute(data["namespace"], data["name"], tuple(_backend(b) for b in data["backends"]),
+                        cache_aware=data.get("cacheAware") is True)
 
 
 def _backend(data: JsonMapping) -> WeightedBackend:

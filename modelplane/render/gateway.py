@@ -29,6 +29,7 @@ import yaml
 from modelplane.api import InferenceCluster
 from modelplane.api.inference_cluster import GATEWAY_SERVICE_SUFFIX
 from modelplane.gateway.config import ServiceRoute, egress_config, egress_entrypoint, external_endpoints, static_config
+from modelplane.gateway.kvroute import KV_PLUGIN_MODULE
 from modelplane.gateway.security import PLUGIN_MODULE, PLUGINS_DIR, CertFiles, HopTls, hop_server_name
 from modelplane.json_types import JsonMapping, JsonObject
 from modelplane.naming import child_name
@@ -200,35 +201,49 @@ def _labels(name: str) -> dict[str, str]:
     return component_labels("gateway", {"app": name})
 
 
-def plugin_files() -> dict[str, str]:
-    """The callerauth plugin's sources (tests excluded), file name -> text."""
-    src = PLUGINS_DIR / "src" / PLUGIN_MODULE
+def plugin_files(module: str = PLUGIN_MODULE) -> dict[str, str]:
+    """A plugin's sources (tests excluded), file name -> text: callerauth's by default."""
+    src = PLUGINS_DIR / "src" / module
     return {p.name: p.read_text() for p in sorted(src.iterdir())
             if p.is_file() and (p.suffix in (".go", ".mod", ".yml")) and not p.name.endswith("_test.go")}
 
 
-def plugin_configmap(name: str) -> Manifest:
-    """The plugin's Go sources, which Traefik interprets (mounted under ./plugins-local/src/)."""
+def _plugin_modules(*, callerauth: bool, kvroute: bool) -> list[str]:
+    return [m for m, on in ((PLUGIN_MODULE, callerauth), (KV_PLUGIN_MODULE, kvroute)) if on]
+
+
+def _plugin_key(module: str, file: str) -> str:
+    """The ConfigMap key of one plugin file. Both plugins have a go.mod and a .traefik.yml, so
+    kvroute's keys carry its name; callerauth's stay the file names they always were."""
+    return file if module == PLUGIN_MODULE else f"{module.rsplit('/', 1)[1]}.{file}"
+
+
+def plugin_configmap(name: str, *, callerauth: bool = True, kvroute: bool = False) -> Manifest:
+    """The plugins' Go sources, which Traefik interprets (mounted under ./plugins-local/src/):
+    callerauth's and/or kvroute's."""
+    data = {_plugin_key(m, f): text for m in _plugin_modules(callerauth=callerauth, kvroute=kvroute)
+            for f, text in plugin_files(m).items()}
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": metadata(f"{name}-plugins", _labels(name), SYSTEM_NAMESPACE), "data": plugin_files()}
+            "metadata": metadata(f"{name}-plugins", _labels(name), SYSTEM_NAMESPACE), "data": data}
 
 
 def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence[ServiceRoute] = (),
                     egress: EgressMode | None = None, secrets: Sequence[SecretVolume] = (),
-                    tls: bool = False, plugins: bool = False, redirect: bool = False,
+                    tls: bool = False, plugins: bool = False, redirect: bool = False, kvroute: bool = False,
                     service_annotations: Callable[[Sequence[int]], Mapping[str, str]] | None = None
                     ) -> list[Manifest]:
     """The Traefik static ConfigMap, Deployment and Service of one gateway. `static_routes`
     (the routes of hand-written endpoints) decide the egress entrypoints; `egress` how the
     egress configuration is mounted, None for a gateway without any. `secrets` are mounted
     read-only; `tls`: the Service serves HTTPS on 443; `plugins`: the callerauth plugin is
-    loaded (its ConfigMap, `plugin_configmap`, is mounted); `redirect`: plain HTTP on 80 only
+    loaded (its ConfigMap, `plugin_configmap`, is mounted); `kvroute`: the kvroute plugin is loaded
+    (the same ConfigMap, with its sources); `redirect`: plain HTTP on 80 only
     redirects; `service_annotations(ports)`: the LoadBalancer Service's annotations for the ports
     it listens on (the cloud's load balancer: modelplane.clouds.aws.gateway_service_annotations)."""
     labels = _labels(name)
     ports = egress_ports(static_routes)
     static = static_config(f":{WEB_PORT}", CONFIG_DIR, {n: f"127.0.0.1:{p}" for n, p in ports.items()},
-                           plugins=plugins, plain_address=f":{PLAIN_PORT}" if redirect else None)
+                           plugins=plugins, plain_address=f":{PLAIN_PORT}" if redirect else None, kvroute=kvroute)
     sources: list[Manifest] = [{"configMap": {"name": f"{name}-routes"}}]
     container: Manifest = {
         "name": "traefik", "image": TRAEFIK_IMAGE, "args": [f"--configFile={STATIC_DIR}/traefik.yaml"],
@@ -242,11 +257,12 @@ def gateway_objects(name: str, *, node_port: int | None, static_routes: Sequence
     for i, s in enumerate(secrets):
         container["volumeMounts"].append({"name": f"secret-{i}", "mountPath": s.mount, "readOnly": True})
         volumes.append({"name": f"secret-{i}", "secret": {"secretName": s.secret, "defaultMode": 0o400}})
-    if plugins:
+    if plugins or kvroute:
         container["workingDir"] = WORK_DIR
         container["volumeMounts"].append({"name": "plugins", "mountPath": PLUGINS_MOUNT, "readOnly": True})
         volumes.append({"name": "plugins", "configMap": {"name": f"{name}-plugins", "items": [
-            {"key": f, "path": f"src/{PLUGIN_MODULE}/{f}"} for f in plugin_files()]}})
+            {"key": _plugin_key(m, f), "path": f"src/{m}/{f}"}
+            for m in _plugin_modules(callerauth=plugins, kvroute=kvroute) for f in plugin_files(m)]}})
     if redirect:
         container["ports"].append({"name": "plain", "containerPort": PLAIN_PORT})
     if egress == "secret":

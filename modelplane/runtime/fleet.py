@@ -94,8 +94,10 @@ def write_pair(directory: Path, stem: str, pair: pki.KeyPair) -> CertFiles:
 
 class LocalFleet:
     def __init__(self, tuning: Tuning = FAST, secrets: Mapping[tuple[str, str, str], str] | None = None,
-                 security: LocalSecurity | None = None, egress_roots: str | None = None) -> None:
+                 security: LocalSecurity | None = None, egress_roots: str | None = None, *,
+                 kvroute: bool = False) -> None:
         self.tuning = tuning
+        self.kvroute = kvroute              # every gateway loads the kvroute plugin (balancing: CacheAware)
         self.secrets = dict(secrets or {})  # (namespace, secret name, key) -> value
         self.security = security
         self.egress_roots = egress_roots    # CA bundle the egress verifies providers against
@@ -239,7 +241,8 @@ class LocalFleet:
         for c in clusters:
             if c not in self.workload:
                 with shielded():
-                    self.workload[c] = Traefik(f"gateway-{c}", self.work_dir, group=self.group)
+                    self.workload[c] = Traefik(f"gateway-{c}", self.work_dir, group=self.group,
+                                               kvroute=self.kvroute)
                     self._procs.append(self.workload[c])
                 fresh.append(self.workload[c])
         wanted = {egress_entrypoint(ep) for ep in externals}
@@ -257,7 +260,7 @@ class LocalFleet:
                     if name not in self._control_sockets:
                         self._control_sockets[name] = listen_socket()
                 self.control = Traefik("control-plane", self.work_dir, self._control_sockets, group=self.group,
-                                       plugins=sec is not None and sec.auth)
+                                       plugins=sec is not None and sec.auth, kvroute=self.kvroute)
                 self._procs.append(self.control)
             fresh.append(self.control)
         for gw in fresh:

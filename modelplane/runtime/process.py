@@ -267,7 +267,7 @@ class Traefik(Managed):
 
     def __init__(self, name: str, work_dir: Path, sockets: Mapping[str, socket.socket] | None = None,
                  *, api: bool = False, group: ProcessGroup | None = None, plugins: bool = False,
-                 throttle: str | None = "100ms") -> None:
+                 throttle: str | None = "100ms", kvroute: bool = False) -> None:
         self.dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work_dir))
         self.dynamic_dir = self.dir / "dynamic"
         self.dynamic_dir.mkdir()
@@ -282,8 +282,8 @@ class Traefik(Managed):
             extra = {ep: f"127.0.0.1:{port_of(s)}" for ep, s in all_sockets.items() if ep not in ("web", self.INTERNAL)}
             static = static_config(f"127.0.0.1:{self.port}", str(self.dynamic_dir), extra,
                                    api_address=f"127.0.0.1:{self.internal_port}", throttle=throttle, api=api,
-                                   plugins=plugins)
-            if plugins:
+                                   plugins=plugins, kvroute=kvroute)
+            if plugins or kvroute:
                 # Traefik reads local plugins from ./plugins-local of its working directory.
                 (self.dir / "plugins-local").symlink_to(PLUGINS_DIR, target_is_directory=True)
             static_path = self.dir / "traefik.yaml"

@@ -98,3 +98,44 @@ def test_invalid_weighting() -> None:
     text = error(service("Heavy"))
     assert "(ModelService ml/chat) at spec.endpoints[0].routingPolicy.weighting: " in text
     assert "'Even' or 'Capacity'" in text
+
+
+def balanced(*entries: dict[str, object]) -> str:
+    return to_yaml([model_service("chat", *entries, namespace="ml")])
+
+
+def entry(name: str, balancing: str | None = None, priority: int | None = None,
+          weighting: str | None = None) -> dict[str, object]:
+    e = service_entry({"modelplane.ai/deployment": name}, weighting, name=name)
+    if balancing is not None:
+        e["routingPolicy"] = {**e.get("routingPolicy", {}), "balancing": balancing}
+    if priority is not None:
+        e["priority"] = priority
+    return e
+
+
+def test_balancing_defaults_to_round_robin_and_cache_aware_loads() -> None:
+    (plain,) = load_manifest_text(balanced(entry("a"))).services.values()
+    assert plain.spec.endpoints[0].balancing == "RoundRobin" and not plain.spec.cache_aware
+    (svc,) = load_manifest_text(balanced(entry("a", "CacheAware"), entry("b", "CacheAware"))).services.values()
+    assert svc.spec.cache_aware and svc.spec.endpoints[1].routing_policy.weighting == "Even"
+
+
+@pytest.mark.parametrize(("entries", "words"), [
+    pytest.param([entry("a", "Sticky")],
+                 ["at spec.endpoints[0].routingPolicy.balancing: ", "'RoundRobin' or 'CacheAware'", "'Sticky'"],
+                 id="unknown value"),
+    pytest.param([entry("a", "CacheAware"), entry("b")],
+                 ["at spec: endpoints[1].routingPolicy.balancing is RoundRobin but endpoints[0]", "on every entry"],
+                 id="a mix of entries"),
+    pytest.param([entry("a", "CacheAware"), entry("b", "CacheAware", priority=1)],
+                 ["at spec: endpoints[1].priority is 1", "one priority tier"], id="two tiers"),
+    pytest.param([entry("a", "CacheAware"), entry("b", "CacheAware", weighting="Capacity")],
+                 ["at spec: endpoints[1].routingPolicy.weighting is Capacity", "weighting: Even"],
+                 id="capacity weighting"),
+])
+def test_invalid_balancing(entries: list[dict[str, object]], words: list[str]) -> None:
+    text = error(balanced(*entries))
+    assert "(ModelService ml/chat)" in text
+    for w in words:
+        assert w in text, text

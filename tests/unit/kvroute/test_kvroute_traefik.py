@@ -6,39 +6,40 @@ the engines must count the hits the simulator counts. One at a time no replica h
 choice is the overlap's, and a new conversation's the tie-break's (the replica holding fewer blocks):
 the conversations here share no first block, or every one would follow the first.
 
-The generated gateway configuration does not load the plugin yet (modelplane/gateway/config.py's
-static `experimental` block names callerauth only): this test adds it to the static configuration
-itself. Traefik's local plugins: doc.traefik.io/traefik/plugins/ ("experimental.localPlugins", the
-sources under ./plugins-local/src/<moduleName>)."""
+These two tests configure the plugin by hand, with static lists, to compare its decisions with the
+simulator's; test_generated_configuration_routes_through_kvroute_and_callerauth_still_refuses runs the
+configuration modelplane.gateway.config generates for a `balancing: CacheAware` ModelService. Traefik's
+local plugins: doc.traefik.io/traefik/plugins/ ("experimental.localPlugins", the sources under
+./plugins-local/src/<moduleName>; static_config(kvroute=True) loads it)."""
 
 from __future__ import annotations
 
+import ssl
 from pathlib import Path
 
 import httpx
 import pytest
 
+from modelplane.api import load_manifest_text
 from modelplane.autoscale.exposition import parse
-from modelplane.gateway import config as gateway_config
-from modelplane.gateway.security import plugin_static
+from modelplane.gateway.fleet import fleet_routes
+from modelplane.gateway.kvroute import KV_PLUGIN
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
+from modelplane.routing import DEPLOYMENT_LABEL
 from modelplane.runtime import mock_engine
+from modelplane.runtime.fleet import LocalSecurity
 from modelplane.runtime.process import Engine, Traefik
+from tests.integration.conftest import make_fleet  # noqa: F401 - the fixture: its fleet stopped, Traefik's log checked
+from tests.integration.conftest import traefik as traefik  # noqa: F401 - make_fleet's fixture
+from tests.integration.helpers import NS, replica
+from tests.manifests import model_service, service_entry, to_yaml
 from tests.unit.kvroute.traces import conversations
 
 pytestmark = pytest.mark.integration
 
-KV_PLUGIN = "modelplane-kvroute"
-KV_MODULE = "modelplane.local/kvroute"
 BLOCKS = 40
-
-
-def with_kvroute() -> dict[str, object]:
-    static = plugin_static()
-    static["localPlugins"][KV_PLUGIN] = {"moduleName": KV_MODULE}   # type: ignore[index]
-    return static
 
 
 def _sent(client: httpx.Client, url: str, trace: list[TraceRequest]) -> list[httpx.Headers]:
@@ -53,15 +54,13 @@ def _sent(client: httpx.Client, url: str, trace: list[TraceRequest]) -> list[htt
     return headers
 
 
-def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
+def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path) -> None:
     trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
              for i, r in enumerate(conversations(200, conversations=20, blocks_per_turn=2,
                                                   shared_root=False))]
     engines = [Engine(f"r{i}", tmp_path, deployment="chat",
                       extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"]) for i in range(2)]
-    traefik = Traefik("gw", tmp_path, plugins=True)
+    traefik = Traefik("gw", tmp_path, kvroute=True)
     try:
         for e in engines:
             e.wait_ready()
@@ -89,18 +88,17 @@ def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path,
     assert summary["cluster"] == "c0" and summary["replicas"] == 2 and summary["m"] == 65536
 
 
-def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path) -> None:
     """Issue 29's agreement goal: 2 clusters x 2 live engines, each cluster behind the plugin as its workload
     gateway (publishing its summary), the plugin in its control-plane mode in front (reading the summaries
     before every request, as the simulator's publish interval 0 does), 2,000 requests one at a time. The
     (cluster, replica) of each must be the simulator's for >= 95% of them."""
-    monkeypatch.setattr(gateway_config, "plugin_static", with_kvroute)
     trace = [TraceRequest(i, float(i), r.input_tokens, 2, r.blocks)
              for i, r in enumerate(conversations(2000, conversations=150, blocks_per_turn=2))]
     names = [f"c{c}r{r}" for c in range(2) for r in range(2)]
     engines = {n: Engine(n, tmp_path, deployment="chat", extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"])
                for n in names}
-    traefik = Traefik("gw", tmp_path, plugins=True)
+    traefik = Traefik("gw", tmp_path, kvroute=True)
     try:
         for e in engines.values():
             e.wait_ready()
@@ -130,3 +128,51 @@ def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path, mo
     agree = sum(a == b for a, b in zip(served, expected, strict=True)) / len(trace)
     assert agree >= 0.95, f"{agree:.1%} of 2,000 decisions agree"
     assert {c for c, _ in served} == {"c0", "c1"} and res.decisions["known"] > 100
+
+
+KEY = "sk-alice-0123456789abcdef"
+
+
+def test_generated_configuration_routes_through_kvroute_and_callerauth_still_refuses(make_fleet) -> None:  # noqa: ANN001, F811
+    """The configuration modelplane.gateway.config generates for a `balancing: CacheAware` ModelService
+    (fleet_routes over the loaded manifest), run by real Traefik with everything on: HTTPS and API keys at
+    the edge, mutual TLS between the hops (kvroute dials the workload gateways with the hop CA and the
+    control plane's client certificate). Three engines on c0, one on c1, so the plan weighs the clusters
+    3:1. A 200-request conversation trace one at a time: every request is answered through kvroute on
+    both hops (the control plane's plugin names the cluster it chose), the clusters share 3:1 as the plan
+    weighs them, a turn that reaches its previous turn's cluster reaches its previous turn's replica (the
+    engines count prefix hits), and a request without a key is refused before kvroute."""
+    fleet = make_fleet(security=LocalSecurity(), kvroute=True)
+    fleet.set_callers({"alice": KEY})
+    entry = service_entry({DEPLOYMENT_LABEL: "chat"})
+    entry["routingPolicy"] = {"balancing": "CacheAware"}
+    manifests = load_manifest_text(to_yaml([model_service("chat", entry, namespace=NS)]))
+    replicas = [replica("chat", i, "c0" if i < 3 else "c1") for i in range(4)]
+    kv = ["--kv-blocks", "860", "--kv-time-scale", "0"]     # the plugin's default kvBlocks, no waits
+    eps = fleet.start_engines(replicas, faults={r.name: kv for r in replicas})
+    routes = fleet_routes(manifests, eps)
+    assert routes[0].cache_aware
+    fleet.apply_routes(routes, eps)
+    trace = conversations(200, conversations=20, blocks_per_turn=2, shared_root=False)
+    url = fleet.service_url(NS, "chat")
+    verify = ssl.create_default_context(cafile=fleet.edge_cert.cert)
+    with httpx.Client(timeout=10, verify=verify) as anon:
+        refused = anon.post(f"{url}/v1/chat/completions", json={"messages": []})
+    with httpx.Client(timeout=10, verify=verify, headers={"Authorization": f"Bearer {KEY}"}) as client:
+        served = [(h["x-modelplane-cluster"], h["x-served-by"]) for h in _sent(client, url, trace)]
+        counted = [parse(client.get(f"{e.url}/metrics").content) for e in fleet.engines.values()]
+    assert refused.status_code == 401 and refused.json()["error"]["code"] == "missing_api_key"
+    assert all((cluster == "c0") == (name in ("chat-0", "chat-1", "chat-2")) for cluster, name in served)
+    c1 = sum(cluster == "c1" for cluster, _ in served) / len(served)
+    assert abs(c1 - 0.25) <= 0.05, f"c1 took {c1:.1%}, its weight is 1 of 4"
+    last: dict[int, tuple[str, str]] = {}
+    again = stayed = 0
+    for r, where in zip(trace, served, strict=True):
+        before = last.get(r.blocks[0])
+        if before is not None and before[0] == where[0]:
+            again += 1
+            stayed += before == where
+        last[r.blocks[0]] = where
+    assert again > 50 and stayed >= 0.95 * again, f"{stayed} of {again} turns back on a cluster found their replica"
+    hits = sum(m.families[mock_engine.METRIC_PREFIX_HITS].samples[0].value for m in counted)
+    assert hits > 0

@@ -7,6 +7,9 @@ package kvroute
 
 import (
 	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -14,7 +17,9 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"net"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -31,11 +36,61 @@ const (
 	keyBlocks       = 2
 )
 
-// ClusterConfig is one cluster of the ModelService: its workload gateway's base URL and its weight.
+// ClusterConfig is one cluster of the ModelService: its workload gateway's base URL and its weight;
+// with TLS, the name its gateway's certificate is verified for (default: the URL's host).
 type ClusterConfig struct {
-	Name   string  `json:"name,omitempty"`
-	URL    string  `json:"url,omitempty"`
-	Weight float64 `json:"weight,omitempty"`
+	Name       string  `json:"name,omitempty"`
+	URL        string  `json:"url,omitempty"`
+	Weight     float64 `json:"weight,omitempty"`
+	ServerName string  `json:"serverName,omitempty"`
+}
+
+// TLSConfig is mutual TLS towards the workload gateways: the CA their certificates are verified
+// against (only it, not the system's roots) and the client certificate presented to them (files).
+type TLSConfig struct {
+	CAFile   string `json:"caFile,omitempty"`
+	CertFile string `json:"certFile,omitempty"`
+	KeyFile  string `json:"keyFile,omitempty"`
+}
+
+const (
+	dialTimeout    = 30 * time.Second
+	summaryTimeout = 5 * time.Second
+)
+
+// clientFor is the HTTP client one cluster is dialled with: plain, or mutual TLS with the hop CA
+// and the client certificate, the gateway's certificate verified for serverName. Like Traefik's own
+// proxy it puts no bound on a whole request (a completion may stream for as long as the ModelService's
+// timeouts allow); only dialling is bounded here, and a summary read by summaryTimeout (fetch).
+func clientFor(t *TLSConfig, serverName string) (*http.Client, error) {
+	dialer := &net.Dialer{Timeout: dialTimeout}
+	// A closure, not the method value dialer.DialContext, which Yaegi types as taking the receiver.
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dialer.DialContext(ctx, network, addr)
+	}
+	transport := &http.Transport{DialContext: dial, TLSHandshakeTimeout: 10 * time.Second,
+		MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	if t == nil {
+		return &http.Client{Transport: transport}, nil
+	}
+	if t.CAFile == "" || t.CertFile == "" || t.KeyFile == "" {
+		return nil, errors.New("kvroute: tls needs caFile, certFile and keyFile")
+	}
+	ca, err := os.ReadFile(t.CAFile)
+	if err != nil {
+		return nil, errors.New("kvroute: tls.caFile cannot be read")
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(ca) {
+		return nil, errors.New("kvroute: tls.caFile holds no PEM certificate")
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, errors.New("kvroute: tls.certFile and tls.keyFile are not a certificate and its key")
+	}
+	transport.TLSClientConfig = &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert},
+		ServerName: serverName, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: transport}, nil
 }
 
 type summary struct {
@@ -54,12 +109,12 @@ type summary struct {
 	weight      float64
 	nameHashVal uint64
 	refreshing  bool
+	client      *http.Client
 }
 
 type clusterRouter struct {
 	mu          *sync.Mutex // the Router's: held while choosing, taken by a background refresh
 	clusters    []*summary
-	client      *http.Client
 	interval    float64
 	window      []int
 	counts      []int
@@ -190,14 +245,14 @@ func (cr *clusterRouter) refresh(c *summary, nowS float64) {
 	}
 	c.fetchedAtS = nowS
 	if cr.interval == 0 {
-		if data := cr.fetch(c.url); data != nil {
+		if data := cr.fetch(c); data != nil {
 			_ = decodeSummary(data, c, nowS) // a refused summary leaves the last good one, which goes stale
 		}
 		return
 	}
 	c.refreshing = true
 	go func() {
-		data := cr.fetch(c.url)
+		data := cr.fetch(c)
 		cr.mu.Lock()
 		defer cr.mu.Unlock()
 		c.refreshing = false
@@ -207,8 +262,14 @@ func (cr *clusterRouter) refresh(c *summary, nowS float64) {
 	}()
 }
 
-func (cr *clusterRouter) fetch(base string) []byte {
-	resp, err := cr.client.Get(base + "/kvroute/summary")
+func (cr *clusterRouter) fetch(c *summary) []byte {
+	ctx, cancel := context.WithTimeout(context.Background(), summaryTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/kvroute/summary", nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil
 	}
@@ -375,7 +436,7 @@ func (r *Router) serveCluster(rw http.ResponseWriter, req *http.Request, blocks 
 		for k, v := range req.Header {
 			out.Header[k] = v
 		}
-		resp, err := r.cp.client.Do(out)
+		resp, err := r.cp.clusters[i].client.Do(out)
 		status := http.StatusServiceUnavailable
 		if err == nil {
 			status = resp.StatusCode

@@ -14,8 +14,9 @@
 // With Clusters set, the same plugin is the control plane's hop instead (cluster.go): it picks the
 // cluster over the summaries the workload gateways serve and forwards the request there.
 //
-// Tested under real Traefik (tests/unit/kvroute/test_kvroute_traefik.py); not yet loaded by the
-// generated gateway configuration: see docs/kv-routing.md, "Not built".
+// Tested under real Traefik (tests/unit/kvroute/test_kvroute_traefik.py). The generated gateway
+// configuration loads it for a ModelService with `routingPolicy.balancing: CacheAware`
+// (modelplane/gateway/kvroute.py builds both modes' configuration).
 package kvroute
 
 import (
@@ -29,7 +30,6 @@ import (
 	"net/url"
 	"strings"
 	"sync"
-	"time"
 )
 
 const (
@@ -53,6 +53,7 @@ type Config struct {
 	// The control plane's mode (cluster.go): the clusters, and how often each one's summary is read
 	// again (0: before every request).
 	Clusters         []ClusterConfig `json:"clusters,omitempty"`
+	TLS              *TLSConfig      `json:"tls,omitempty"`
 	SummaryIntervalS float64         `json:"summaryIntervalS,omitempty"`
 	ShareWindow      int             `json:"shareWindow,omitempty"`
 	ShareSlack       float64         `json:"shareSlack,omitempty"`
@@ -256,7 +257,7 @@ func newClusterRouter(config *Config) (http.Handler, error) {
 		return nil, errors.New("kvroute: blockTokens, prefillUsPerToken, decodeMsPerToken, shareWindow must be " +
 			"positive; summaryIntervalS, shareSlack, loadBound, loadFloorS not negative")
 	}
-	cp := &clusterRouter{client: &http.Client{Timeout: 60 * time.Second}, interval: config.SummaryIntervalS,
+	cp := &clusterRouter{interval: config.SummaryIntervalS,
 		windowSize: config.ShareWindow, slack: config.ShareSlack, loadBound: config.LoadBound,
 		loadFloor: config.LoadFloorS, prefill: config.PrefillUsPerToken / 1e6, decode: config.DecodeMsPerToken / 1e3,
 		blockTokens: config.BlockTokens, now: wallClock}
@@ -265,8 +266,12 @@ func newClusterRouter(config *Config) (http.Handler, error) {
 		if err != nil || u.Scheme == "" || u.Host == "" || c.Name == "" || !(c.Weight >= 0) {
 			return nil, errors.New("kvroute: each cluster needs a name, an absolute url and a weight >= 0")
 		}
+		client, err := clientFor(config.TLS, c.ServerName)
+		if err != nil {
+			return nil, err
+		}
 		cp.clusters = append(cp.clusters, &summary{name: c.Name, url: strings.TrimRight(c.URL, "/"), weight: c.Weight,
-			nameHashVal: nameHash(c.Name)})
+			nameHashVal: nameHash(c.Name), client: client})
 	}
 	cp.counts = make([]int, len(cp.clusters))
 	r := &Router{cp: cp, blockTokens: config.BlockTokens}
