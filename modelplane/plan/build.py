@@ -89,6 +89,7 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
     # (another VPC, region or cloud) the control plane reaches it over the internet, the hop
     # authenticated both ways by mutual TLS (docs/data-path.md).
     colocated = control is not None and control.spec.cluster_name == cluster
+    kvroute = fleet_cache_aware(fleet)
     return ClusterFoundation(
         name=cluster,
         system_namespace=render_system_namespace(cluster),
@@ -96,10 +97,10 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
         kai_queue=render_kai_queue() if dynamo(spec) else None,
         charts=tuple(chart_specs(spec, fleet)),
         gateway=(*gateway_objects(gateway, node_port=NODE_PORT if spec.source == "Kind" else None,
-                                  secrets=[hop_volume(gateway)], tls=True, kvroute=fleet_cache_aware(fleet),
+                                  secrets=[hop_volume(gateway)], tls=True, kvroute=kvroute,
                                   service_annotations=_load_balancer(fleet, spec.source, internal=colocated)),
                  # kvroute's sources, when a ModelService of the fleet is balanced CacheAware.
-                 *([plugin_configmap(gateway, callerauth=False, kvroute=True)] if fleet_cache_aware(fleet) else [])),
+                 *([plugin_configmap(gateway, callerauth=False, kvroute=True)] if kvroute else [])),
         hop=hop_need(gateway, f"the hop certificate of cluster {cluster}'s gateway (mutual TLS)"),
         provided=serving_stack_provided(spec),
         autoscaler_iam=autoscaler_iam(spec),
@@ -281,14 +282,15 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
     mode: EgressMode | None = egress if any(b.endpoint.external for r in static for b in r.backends) else None
     edge = plan_edge(fleet)
     source = fleet.clusters[cluster].source if in_fleet else control.source
+    kvroute = fleet_cache_aware(fleet)
     gateway = gateway_objects(CONTROL_GATEWAY, node_port=CONTROL_NODE_PORT if kind else None,
                               static_routes=static, egress=mode, secrets=[hop_volume(CONTROL_GATEWAY), *edge.volumes],
-                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect, kvroute=fleet_cache_aware(fleet),
+                              tls=edge.tls, plugins=edge.auth, redirect=edge.redirect, kvroute=kvroute,
                               service_annotations=_load_balancer(fleet, source, internal=False))
     if mode == "reference":
         gateway.append(egress_configmap(CONTROL_GATEWAY, static))
-    if edge.auth or fleet_cache_aware(fleet):
-        gateway.append(plugin_configmap(CONTROL_GATEWAY, callerauth=edge.auth, kvroute=fleet_cache_aware(fleet)))
+    if edge.auth or kvroute:
+        gateway.append(plugin_configmap(CONTROL_GATEWAY, callerauth=edge.auth, kvroute=kvroute))
     return ControlPlan(cluster=cluster, in_fleet=in_fleet, kind=kind, static_routes=static,
                        system_namespace=render_system_namespace(cluster), gateway=tuple(gateway),
                        egress_mode=mode, egress=tuple(egress_keys(static)), edge=edge, hop=control_hop(fleet),
