@@ -31,6 +31,9 @@ class Fleet:
     budgets: dict[str, FleetBudget] = field(default_factory=dict)
     autoscalers: dict[Key, ReplicaAutoscaler] = field(default_factory=dict)
     sources: dict[tuple[str, object], str] = field(default_factory=dict)
+    # Whether a ModelService is balanced CacheAware, once known: every cluster's plan asks, and a
+    # scan of the services per cluster is quadratic at fleet scale. `add` forgets it.
+    _cache_aware: bool | None = field(default=None, init=False, repr=False, compare=False)
 
     def _tables(self) -> dict[str, dict[Any, Any]]:
         # One table per kind, in document order. Any: a table is keyed by name or by
@@ -53,6 +56,8 @@ class Fleet:
     def add(self, obj: KindObject, source: str) -> None:
         self._table(obj.kind)[obj.key] = obj
         self.sources[(obj.kind, obj.key)] = source
+        if obj.kind == "ModelService":
+            self._cache_aware = None
 
     def contains(self, obj: KindObject) -> bool:
         return obj.key in self._table(obj.kind)
@@ -83,6 +88,13 @@ class Fleet:
         if "default" in self.gateways:
             return self.gateways["default"]
         return next(iter(self.gateways.values())) if len(self.gateways) == 1 else None
+
+    def cache_aware(self) -> bool:
+        """A ModelService of the fleet is balanced CacheAware: every gateway loads kvroute (placement-free,
+        as the gateways' Deployments are; a gateway serving none of those services loads it unused)."""
+        if self._cache_aware is None:
+            self._cache_aware = any(svc.spec.cache_aware for svc in self.services.values())
+        return self._cache_aware
 
     def cache_for(self, deployment: ModelDeployment) -> ModelCache | None:
         ref = deployment.spec.template.spec.model_cache_ref

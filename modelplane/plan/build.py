@@ -89,7 +89,7 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
     # (another VPC, region or cloud) the control plane reaches it over the internet, the hop
     # authenticated both ways by mutual TLS (docs/data-path.md).
     colocated = control is not None and control.spec.cluster_name == cluster
-    kvroute = fleet_cache_aware(fleet)
+    kvroute = fleet.cache_aware()
     return ClusterFoundation(
         name=cluster,
         system_namespace=render_system_namespace(cluster),
@@ -105,12 +105,6 @@ def plan_foundation(fleet: Fleet, cluster: str) -> ClusterFoundation:
         provided=serving_stack_provided(spec),
         autoscaler_iam=autoscaler_iam(spec),
     )
-
-
-def fleet_cache_aware(fleet: Fleet) -> bool:
-    """A ModelService of the fleet is balanced CacheAware: every gateway loads kvroute (placement-free,
-    as the gateways' Deployments are; a gateway serving none of those services loads it unused)."""
-    return any(svc.spec.cache_aware for svc in fleet.services.values())
 
 
 def _load_balancer(fleet: Fleet, source: str, *, internal: bool) -> Callable[[Sequence[int]], dict[str, str]] | None:
@@ -282,7 +276,7 @@ def plan_control(fleet: Fleet, control: ControlPlane = ControlPlane(), egress: E
     mode: EgressMode | None = egress if any(b.endpoint.external for r in static for b in r.backends) else None
     edge = plan_edge(fleet)
     source = fleet.clusters[cluster].source if in_fleet else control.source
-    kvroute = fleet_cache_aware(fleet)
+    kvroute = fleet.cache_aware()
     gateway = gateway_objects(CONTROL_GATEWAY, node_port=CONTROL_NODE_PORT if kind else None,
                               static_routes=static, egress=mode, secrets=[hop_volume(CONTROL_GATEWAY), *edge.volumes],
                               tls=edge.tls, plugins=edge.auth, redirect=edge.redirect, kvroute=kvroute,

@@ -183,3 +183,18 @@ def test_examples_without_a_cache_aware_service_render_byte_for_byte_as_before(e
     plan = plan_fleet(fleet, place_fleet(fleet), ControlPlane(), egress="reference")
     text = stream(plan.manifests(gitops_gateway_urls(fleet)[0]), "yaml")
     assert hashlib.sha256(text.encode()).hexdigest() == json.loads(RENDERED_BEFORE.read_text())[example]
+
+
+def test_a_fleet_knows_it_is_cache_aware_once_and_forgets_when_a_service_is_added() -> None:
+    """Every cluster's plan asks (plan_foundation); the answer is kept, so a 10k-cluster fleet scans its
+    services once, not once per cluster (issue 31), and a ModelService added later is counted."""
+    fleet = load_fleet(str(EXAMPLES / "kind"))
+    plain = next(iter(fleet.services.values()))
+    assert not fleet.cache_aware()
+    balanced = plain.model_copy(deep=True)
+    balanced.metadata.name = "balanced"
+    for e in balanced.spec.endpoints:
+        e.routing_policy = RoutingPolicy(balancing="CacheAware")
+    fleet.add(balanced, "test#1")
+    assert fleet.cache_aware()
+    assert replace(fleet).cache_aware() and not replace(fleet, services={plain.key: plain}).cache_aware()
