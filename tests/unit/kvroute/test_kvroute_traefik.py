@@ -23,7 +23,7 @@ import pytest
 from modelplane.api import load_manifest_text
 from modelplane.autoscale.exposition import parse
 from modelplane.gateway.fleet import fleet_routes
-from modelplane.gateway.kvroute import KV_PLUGIN
+from modelplane.gateway.kvroute import KV_PLUGIN, SUMMARY_PATH
 from modelplane.kvroute.engine import EngineProfile
 from modelplane.kvroute.sim import build_fleet, simulate
 from modelplane.kvroute.trace import TraceRequest
@@ -141,7 +141,8 @@ def test_generated_configuration_routes_through_kvroute_and_callerauth_still_ref
     3:1. A 200-request conversation trace one at a time: every request is answered through kvroute on
     both hops (the control plane's plugin names the cluster it chose), the clusters share 3:1 as the plan
     weighs them, a turn that reaches its previous turn's cluster reaches its previous turn's replica (the
-    engines count prefix hits), and a request without a key is refused before kvroute."""
+    engines count prefix hits), a request without a key is refused before kvroute, and a caller with a
+    key reads no cluster's summary (what its replicas hold) through the control plane."""
     fleet = make_fleet(security=LocalSecurity(), kvroute=True)
     fleet.set_callers({"alice": KEY})
     entry = service_entry({DEPLOYMENT_LABEL: "chat"})
@@ -160,8 +161,10 @@ def test_generated_configuration_routes_through_kvroute_and_callerauth_still_ref
         refused = anon.post(f"{url}/v1/chat/completions", json={"messages": []})
     with httpx.Client(timeout=10, verify=verify, headers={"Authorization": f"Bearer {KEY}"}) as client:
         served = [(h["x-modelplane-cluster"], h["x-served-by"]) for h in _sent(client, url, trace)]
+        summaries = [client.get(f"{url}{path}").status_code for path in (SUMMARY_PATH, f"{SUMMARY_PATH}/")]
         counted = [parse(client.get(f"{e.url}/metrics").content) for e in fleet.engines.values()]
     assert refused.status_code == 401 and refused.json()["error"]["code"] == "missing_api_key"
+    assert summaries == [404, 404]
     assert all((cluster == "c0") == (name in ("chat-0", "chat-1", "chat-2")) for cluster, name in served)
     c1 = sum(cluster == "c1" for cluster, _ in served) / len(served)
     assert abs(c1 - 0.25) <= 0.05, f"c1 took {c1:.1%}, its weight is 1 of 4"

@@ -265,7 +265,7 @@ func (cr *clusterRouter) refresh(c *summary, nowS float64) {
 func (cr *clusterRouter) fetch(c *summary) []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), summaryTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+"/kvroute/summary", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url+clusterSummaryPath, nil)
 	if err != nil {
 		return nil
 	}

@@ -158,3 +158,40 @@ func TestARefusingClusterSpillsWithNothingFailed(t *testing.T) {
 		}
 	}
 }
+
+func TestACallerReadsNoSummaryThroughTheControlPlane(t *testing.T) {
+	forwarded := 0 // the caller's requests the cluster's gateway saw (not the control plane's own reads)
+	gw := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("X-Caller") != "" {
+			forwarded++
+		}
+		_, _ = rw.Write([]byte(`{"cluster":"a"}`))
+	}))
+	defer gw.Close()
+	cfg := CreateConfig()
+	cfg.SummaryIntervalS = 0
+	cfg.Clusters = []ClusterConfig{{Name: "a", URL: gw.URL, Weight: 1}}
+	h, err := New(context.Background(), nil, cfg, "cp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodHead} {
+		for _, target := range []string{"/kvroute/summary", "/kvroute/summary/", "/./kvroute//summary?x=1",
+			"/kvroute%2Fsummary"} {
+			rec := httptest.NewRecorder()
+			caller := httptest.NewRequest(method, target, nil)
+			caller.Header.Set("X-Caller", "1")
+			h.ServeHTTP(rec, caller)
+			if rec.Code != http.StatusNotFound || forwarded != 0 {
+				t.Fatalf("%s %s: status %d, %d forwarded to a cluster", method, target, rec.Code, forwarded)
+			}
+		}
+	}
+	rec := httptest.NewRecorder()
+	completion := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader([]byte(`{}`)))
+	completion.Header.Set("X-Caller", "1")
+	h.ServeHTTP(rec, completion)
+	if rec.Code != http.StatusOK || forwarded != 1 {
+		t.Fatalf("a completion: status %d, %d forwarded", rec.Code, forwarded)
+	}
+}

@@ -28,9 +28,14 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 )
+
+// clusterSummaryPath is where a workload gateway answers its summary, below the service's prefix
+// (modelplane/gateway/kvroute.py SUMMARY_PATH), and what the control plane reads there.
+const clusterSummaryPath = "/kvroute/summary"
 
 const (
 	maxBody        = 1 << 20
@@ -64,7 +69,7 @@ type Config struct {
 // CreateConfig returns the defaults Traefik decodes the configuration into.
 func CreateConfig() *Config {
 	return &Config{KVBlocks: defaultBlocks, BlockTokens: defaultTokens, PrefillUsPerToken: defaultPrefill * 1e6,
-		DecodeMsPerToken: defaultDecode * 1e3, SummaryPath: "/kvroute/summary", SummaryIntervalS: 1,
+		DecodeMsPerToken: defaultDecode * 1e3, SummaryPath: clusterSummaryPath, SummaryIntervalS: 1,
 		ShareWindow: 5000, ShareSlack: 0.004, LoadBound: 0.25, LoadFloorS: 0.5}
 }
 
@@ -204,6 +209,12 @@ func (r *Router) done(rep *replica, work float64) {
 }
 
 func (r *Router) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
+	if r.cp != nil && path.Clean(req.URL.Path) == clusterSummaryPath {
+		// A caller must not read a cluster's summary (what its replicas hold) through the control
+		// plane: not forwarded, whatever the method or spelling of the path.
+		http.NotFound(rw, req)
+		return
+	}
 	if req.Method == http.MethodGet && r.summaryPath != "" && req.URL.Path == r.summaryPath {
 		r.serveSummary(rw)
 		return
