@@ -128,7 +128,8 @@ def _placement_lines(placement: FleetPlacement) -> list[str]:
 def _weights_lines(route: ServiceRoute) -> list[str]:
     if not route.backends:
         return [f"  {route.namespace}/{route.name}: no ready endpoint, no route (404)"]
-    lines = [f"  {route.namespace}/{route.name}:"]
+    balancing = " (CacheAware: kvroute picks the cluster and the replica)" if route.cache_aware else ""
+    lines = [f"  {route.namespace}/{route.name}:{balancing}"]
     for b in route.backends:
         where = "external" if b.endpoint.external else b.endpoint.cluster
         lines.append(f"    entry {b.entry} (priority {b.priority}) -> {b.endpoint.name} [{where}] weight {b.weight}")
@@ -194,7 +195,7 @@ def _run(args: argparse.Namespace) -> int:
         return 1
 
     failed = 0
-    with LocalFleet(security=security) as local:
+    with LocalFleet(security=security, kvroute=fleet.cache_aware()) as local:
         keys = _callers(local, fleet)
         print("\n".join(_security_lines(local, keys)), flush=True)
         endpoints = []
@@ -303,7 +304,7 @@ def _autoscaling(args: argparse.Namespace, fleet: Fleet, security: LocalSecurity
     from modelplane.scheduler import FleetPlacement
 
     targets = sorted(a.target_key for a in fleet.autoscalers.values())
-    with LocalFleet(security=security) as local:
+    with LocalFleet(security=security, kvroute=fleet.cache_aware()) as local:
         keys = _callers(local, fleet)
         print("\n".join(_security_lines(local, keys)), flush=True)
         scaler = LocalScaler(local, fleet)

@@ -96,3 +96,21 @@ def test_split_counts_answers_that_name_no_replica_as_successes(capsys):
     out = capsys.readouterr().out
     assert ["(unidentified)", "4", "100.0%"] in [line.split() for line in out.splitlines()]
     assert "failed: 0" in out
+
+
+def test_demo_runs_a_cache_aware_canary_through_kvroute(traefik, capsys, tmp_path):
+    """examples/kind with its ModelService balanced CacheAware: both gateways load kvroute (the demo
+    reads it from the manifests), every request is answered, and the canary keeps about its 10%."""
+    for name in ("platform.yaml", "models.yaml"):
+        text = (ROOT / "examples" / "kind" / name).read_text()
+        if name == "models.yaml":
+            assert text.count("    selector:\n") == 2
+            text = text.replace("    selector:\n", "    routingPolicy: {balancing: CacheAware}\n    selector:\n")
+        (tmp_path / name).write_text(text)
+    assert main(["demo", str(tmp_path), "-n", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "ml-team/chat: (CacheAware: kvroute picks the cluster and the replica)" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.strip()}
+    assert 85 <= int(rows["chat"][1]) <= 95 and 5 <= int(rows["chat-canary"][1]) <= 15, out
+    assert "failed: 0" in out
+    assert _children() == []
