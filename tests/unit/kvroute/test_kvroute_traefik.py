@@ -33,7 +33,7 @@ from modelplane.runtime.fleet import LocalSecurity
 from modelplane.runtime.process import Engine, Traefik
 from tests.integration.conftest import make_fleet  # noqa: F401 - the fixture: its fleet stopped, Traefik's log checked
 from tests.integration.conftest import traefik as traefik  # noqa: F401 - make_fleet's fixture
-from tests.integration.helpers import NS, replica
+from tests.integration.helpers import NS, refused_port, replica
 from tests.manifests import model_service, service_entry, to_yaml
 from tests.unit.kvroute.traces import conversations
 
@@ -86,6 +86,39 @@ def test_traefik_with_the_plugin_picks_what_the_simulator_picks(tmp_path: Path) 
     assert 0 < res.hits == hits
     assert set(served) == {"r0", "r1"}
     assert summary["cluster"] == "c0" and summary["replicas"] == 2 and summary["m"] == 65536
+
+
+def test_traefik_with_the_plugin_skips_an_engine_it_cannot_reach(tmp_path: Path) -> None:
+    """A workload gateway whose first replica's engine is gone (connection refused): through real
+    Traefik (the plugin interpreted by Yaegi) every request is answered by the live engine with its
+    whole body, as the round robin's retry would; with no engine reachable the answer is 503, which the
+    control plane spills to another cluster on."""
+    engine = Engine("r1", tmp_path, deployment="chat", extra=["--kv-blocks", str(BLOCKS), "--kv-time-scale", "0"])
+    traefik = Traefik("gw", tmp_path, kvroute=True)
+    trace = conversations(30, conversations=10, blocks_per_turn=2, shared_root=False)
+    try:
+        engine.wait_ready()
+        traefik.wait_ready()
+        with refused_port() as dead, httpx.Client(timeout=10) as client:
+            def apply(replicas: list[str]) -> None:
+                traefik.apply({"http": {
+                    "routers": {"kv": {"entryPoints": ["web"], "rule": "PathPrefix(`/`)", "middlewares": ["kv"],
+                                       "service": "noop@internal"}},
+                    "middlewares": {"kv": {"plugin": {KV_PLUGIN: {"replicas": replicas, "kvBlocks": BLOCKS,
+                                                                  "cluster": "c0"}}}}}}, timeout=60)
+            apply([f"http://127.0.0.1:{dead}", engine.url])
+            served = [h["x-served-by"] for h in _sent(client, traefik.url, trace)]
+            counted = parse(client.get(f"{engine.url}/metrics").content)
+            apply([f"http://127.0.0.1:{dead}"])
+            none = client.post(f"{traefik.url}/v1/chat/completions",
+                               json={"messages": [], "kv_block_hashes": [1], "prompt_tokens": 10})
+    finally:
+        traefik.stop()
+        engine.stop()
+    assert served == ["r1"] * len(trace)
+    # the engine counted every prompt's tokens: each body reached it whole
+    assert counted.families[mock_engine.METRIC_PREFIX_QUERIES].samples[0].value == sum(r.input_tokens for r in trace)
+    assert none.status_code == 503
 
 
 def test_a_2x2_slice_through_traefik_decides_as_the_simulator(tmp_path: Path) -> None:

@@ -114,7 +114,10 @@ func New(_ context.Context, _ http.Handler, config *Config, _ string) (http.Hand
 		if err != nil || u.Scheme == "" || u.Host == "" {
 			return nil, errors.New("kvroute: replicas must be absolute URLs")
 		}
-		r.replicas = append(r.replicas, &replica{target: u, proxy: httputil.NewSingleHostReverseProxy(u),
+		proxy := httputil.NewSingleHostReverseProxy(u)
+		// A closure, not a method value (Yaegi types a method value with its receiver).
+		proxy.ErrorHandler = func(rw http.ResponseWriter, req *http.Request, err error) { unreached(rw, req, err) }
+		r.replicas = append(r.replicas, &replica{target: u, proxy: proxy,
 			index: newLRU(config.KVBlocks, r.filter.add, r.filter.remove)})
 	}
 	return r, nil
@@ -172,15 +175,18 @@ func hitTokens(matched int, tokens int64, blockTokens int) int64 {
 	return hit
 }
 
-// pick is best_replica: the least backlog plus prefill of what the replica lacks (a tie over a prompt
-// the replica holds none of: the fewer blocks held; then the first); it holds the
+// pick is best_replica over the replicas not yet tried: the least backlog plus prefill of what the replica
+// lacks (a tie over a prompt the replica holds none of: the fewer blocks held; then the first); it holds the
 // request's blocks there and adds its prefill to the backlog (done() takes it off).
-func (r *Router) pick(blocks []uint64, tokens int64) (*replica, float64) {
+func (r *Router) pick(blocks []uint64, tokens int64, tried map[*replica]bool) (*replica, float64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var best *replica
 	bestScore, bestWork, bestHeld := 0.0, 0.0, 0
 	for _, rep := range r.replicas {
+		if tried[rep] {
+			continue
+		}
 		matched := rep.index.prefix(blocks)
 		work := float64(tokens-hitTokens(matched, tokens, r.blockTokens))*r.prefill + r.decode
 		score := rep.backlog + work
@@ -231,9 +237,59 @@ func (r *Router) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 		r.serveCluster(rw, req, blocks, tokens)
 		return
 	}
-	rep, work := r.pick(blocks, tokens)
-	defer r.done(rep, work)
-	rep.proxy.ServeHTTP(rw, req)
+	r.serveReplica(rw, req, blocks, tokens)
+}
+
+// attemptKey marks a request the plugin may send on to another replica: the proxy's error handler
+// records that the replica was not reached instead of answering.
+type attemptKey struct{}
+
+type attempt struct{ unreached bool }
+
+// unreached is every replica proxy's error handler. The reverse proxy calls it when the replica could
+// not be reached or gave no response (nothing written to the caller yet), never once a response streams.
+func unreached(rw http.ResponseWriter, req *http.Request, _ error) {
+	if a, ok := req.Context().Value(attemptKey{}).(*attempt); ok {
+		a.unreached = true
+		return
+	}
+	rw.WriteHeader(http.StatusBadGateway)
+}
+
+// serveReplica sends the request to the best replica, and to the next best while one cannot be reached
+// (an engine gone or restarting), as Traefik's retry does for the round robin; the body was read whole
+// by blocksOf (1 MiB at most), so every attempt sends it again (a body that streams gets one attempt).
+// None reached: 503, which the control plane takes as this cluster refusing and spills to another cluster.
+func (r *Router) serveReplica(rw http.ResponseWriter, req *http.Request, blocks []uint64, tokens int64) {
+	// blocksOf holds a POST's body in memory (1 MiB at most); any other request with a body streams
+	// to one replica only, as it cannot be sent twice.
+	var body []byte
+	replayable := req.Method == http.MethodPost || req.Body == nil || req.Body == http.NoBody || req.ContentLength == 0
+	if replayable && req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+	}
+	tried := map[*replica]bool{}
+	for {
+		rep, work := r.pick(blocks, tokens, tried)
+		tried[rep] = true
+		a := &attempt{}
+		out := req.WithContext(context.WithValue(req.Context(), attemptKey{}, a))
+		if replayable {
+			out.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		rep.proxy.ServeHTTP(rw, out)
+		r.done(rep, work)
+		if !a.unreached {
+			return
+		}
+		if req.Context().Err() != nil {
+			return // the caller went away: no other replica is tried, nothing is answered
+		}
+		if !replayable || len(tried) == len(r.replicas) {
+			break
+		}
+	}
+	http.Error(rw, "no replica of this cluster could be reached", http.StatusServiceUnavailable)
 }
 
 type summaryJSON struct {

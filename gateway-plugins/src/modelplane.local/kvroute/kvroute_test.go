@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,7 +100,7 @@ func TestLoadOutweighsASmallOverlap(t *testing.T) {
 	r := newRouter(t, urls, 100)
 	r.replicas[0].index.touch([]uint64{0})
 	r.replicas[0].backlog = 10 // seconds: far more than one block's prefill
-	rep, _ := r.pick([]uint64{0, 1}, 2*512)
+	rep, _ := r.pick([]uint64{0, 1}, 2*512, nil)
 	if rep != r.replicas[1] {
 		t.Fatal("a replica 10 s behind was picked for a one-block overlap")
 	}
@@ -184,6 +185,59 @@ func TestConfigIsChecked(t *testing.T) {
 		PrefillUsPerToken: 1, DecodeMsPerToken: 1}, {Replicas: []string{"http://x"}, KVBlocks: 0}} {
 		if _, err := New(context.Background(), nil, cfg, "kv"); err == nil {
 			t.Fatalf("accepted %+v", cfg)
+		}
+	}
+}
+
+// deadURL is the address of a server that is closed: connection refused, as an engine gone.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	return srv.URL
+}
+
+func TestAnUnreachableReplicaIsSkippedAndTheNextGetsTheWholeBody(t *testing.T) {
+	var got []string
+	var mu sync.Mutex
+	live := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, req *http.Request) {
+		data, _ := io.ReadAll(req.Body)
+		mu.Lock()
+		got = append(got, string(data))
+		mu.Unlock()
+		rw.Header().Set("X-Served-By", "live")
+		_, _ = rw.Write([]byte("ok"))
+	}))
+	defer live.Close()
+	// the dead replica first and second: it wins every tie, so every request tries it first
+	r := newRouter(t, []string{deadURL(t), live.URL}, 10)
+	var sent []string
+	for i := 0; i < 20; i++ {
+		body, _ := json.Marshal(map[string]any{"kv_block_hashes": []int{100 * i, 100*i + 1}, "prompt_tokens": 1000})
+		sent = append(sent, string(body))
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", bytes.NewReader(body)))
+		if rec.Code != http.StatusOK || rec.Header().Get("X-Served-By") != "live" {
+			t.Fatalf("request %d: status %d from %q", i, rec.Code, rec.Header().Get("X-Served-By"))
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(sent, "\n") {
+		t.Fatalf("the live replica got other bodies than were sent:\n%v\n%v", got, sent)
+	}
+	for i, rep := range r.replicas {
+		if rep.backlog != 0 {
+			t.Fatalf("replica %d keeps a backlog of %g s after every request was answered", i, rep.backlog)
+		}
+	}
+}
+
+func TestNoReplicaReachedIsA503TheControlPlaneSpillsOn(t *testing.T) {
+	r := newRouter(t, []string{deadURL(t), deadURL(t)}, 10)
+	for _, method := range []string{http.MethodPost, http.MethodGet} {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(method, "/v1/chat/completions", strings.NewReader(`{}`)))
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("%s: status %d, want 503", method, rec.Code)
 		}
 	}
 }
