@@ -209,7 +209,7 @@ func TestAnUnreachableReplicaIsSkippedAndTheNextGetsTheWholeBody(t *testing.T) {
 		_, _ = rw.Write([]byte("ok"))
 	}))
 	defer live.Close()
-	// the dead replica first and second: it wins every tie, so every request tries it first
+	// the dead replica listed first: it wins the ties, so requests try it before the live one
 	r := newRouter(t, []string{deadURL(t), live.URL}, 10)
 	var sent []string
 	for i := 0; i < 20; i++ {
