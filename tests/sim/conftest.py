@@ -121,10 +121,13 @@ def sim_engine(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory) ->
         STACK_SKIPS.skip(why)
     assert env is not None
     work = tmp_path_factory.mktemp("sim-engine")
-    (work / "state").mkdir()
-    (work / "home").mkdir()
+    for part in ("state", "home", "tmp"):
+        (work / part).mkdir()
     remove_stale_stack_files()
+    # TMPDIR of these tests' own: the wrapper's per-command directory goes under it, so a test can
+    # see the Kubernetes provider's kubeconfig files are gone once a command is done.
     return {**env, "PULUMI_BACKEND_URL": f"file://{work / 'state'}", "PULUMI_HOME": str(work / "home"),
+            "TMPDIR": str(work / "tmp"),
             "PULUMI_CONFIG_PASSPHRASE": env.get("PULUMI_CONFIG_PASSPHRASE") or "modelplane-sim-tests"}
 
 

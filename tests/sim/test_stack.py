@@ -76,6 +76,12 @@ def test_kind_example_runs_where_the_plan_put_it_and_destroy_removes_it(
     again = stack.preview()
     assert set(again.change_summary) == {"same"}, again.change_summary
     _destroy_leaves_nothing(stack, sorted(kubeconfigs))
+    # The real provider wrote each cluster's kubeconfig, token and all, to a file in TMPDIR on every
+    # configure (pkg/provider/util.go writeKubeconfigToFile) and never removes it; the wrapper's
+    # per-command TMPDIR is gone once each command is.
+    tmp = Path(stack.env["TMPDIR"])
+    wait_for(f"{tmp} to hold nothing once the commands are done", lambda: not any(tmp.iterdir()), timeout=30,
+             explain=lambda: f"left: {sorted(str(p.relative_to(tmp)) for p in tmp.rglob('*'))}")
 
 
 def test_canary_example_runs_where_the_plan_put_it(start_fleet: StartFleet, sim_stack: StackFactory) -> None:

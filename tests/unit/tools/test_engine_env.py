@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -161,6 +163,75 @@ def test_no_cli_at_all_is_said(layout):
                           timeout=60)
     assert proc.returncode == 1
     assert "run scripts/bootstrap-tools" in proc.stderr and proc.stdout == ""
+
+
+# A fake CLI that does what the Kubernetes provider does on configure: writes a kubeconfig, with
+# a credential in it, to a file in $TMPDIR that it never removes; then says its pid and TMPDIR.
+LEAKY_PULUMI = """#!/bin/sh
+printf 'users:\\n- user:\\n    token: s3cret\\n' > "$TMPDIR/kubeconfig1234567"
+echo "$$ $TMPDIR" > "$REPORT.part" && mv "$REPORT.part" "$REPORT"
+[ "$1" = wait ] && exec sleep 120
+exit 0
+"""
+
+
+def _until(condition, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"after {timeout:.0f} s: {what}"
+        time.sleep(0.05)
+    return value
+
+
+def _leaky_layout(layout: dict[str, Path]) -> tuple[dict[str, str], Path, Path]:
+    outer = layout["tmp"] / "outer-tmp"
+    outer.mkdir()
+    report = layout["tmp"] / "report"
+    env = {**_base_env(layout), "TMPDIR": str(outer), "REPORT": str(report)}
+    bin_dir = _build_tools(layout, env)
+    _executable(bin_dir / "pulumi", LEAKY_PULUMI)
+    return env, outer, report
+
+
+def test_what_the_provider_leaves_in_tmpdir_goes_when_pulumi_exits(layout):
+    """pulumi-kubernetes writes each provider's kubeconfig (credentials included) to a file in
+    TMPDIR on every configure and never removes it (pkg/provider/util.go writeKubeconfigToFile,
+    called from Configure in pkg/provider/provider.go): CI's runs left 606 of them in /tmp. The
+    wrapper gives each command a TMPDIR of its own, and nothing of it is left once the command is
+    done."""
+    env, outer, report = _leaky_layout(layout)
+    script = f'set -e; eval "$({layout["repo"] / "scripts/engine-env"})"; pulumi preview'
+    proc = subprocess.run(["bash", "-c", script], env=env, cwd=layout["repo"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    _, run_tmp = report.read_text().split()
+    assert Path(run_tmp).parent == outer                 # under the caller's TMPDIR, not beside it
+    _until(lambda: not any(outer.iterdir()), f"{outer} still holds {sorted(p.name for p in outer.iterdir())}")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGINT-to-the-group", "SIGHUP", "SIGKILL"])
+def test_a_run_stopped_by_a_signal_leaves_no_tmpdir_either(layout, how):
+    """The wrapper `exec`s pulumi, so a signal reaches pulumi once, as without it (a second ^C or
+    SIGTERM makes pulumi terminate at once, without finishing its operations); the directory is
+    removed by a watcher that outlives the signal, even SIGKILL."""
+    env, outer, report = _leaky_layout(layout)
+    script = f'set -e; eval "$({layout["repo"] / "scripts/engine-env"})"; exec pulumi wait'
+    proc = subprocess.Popen(["bash", "-c", script], env=env, cwd=layout["repo"], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        pid, _ = _until(lambda: report.exists() and report.read_text().split(), "the fake pulumi never started")
+        assert int(pid) == proc.pid                       # exec: pulumi is the process the caller signals
+        if how == "SIGINT-to-the-group":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            os.kill(proc.pid, getattr(signal, how))
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()
+    _until(lambda: not any(outer.iterdir()), f"{outer} still holds {sorted(p.name for p in outer.iterdir())}")
 
 
 def _shell_blocks(text: str) -> list[str]:
