@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from modelplane.api.placement_policy import RoutingPolicy
 from modelplane.commands.output import load_fleet
 from modelplane.commands.render import stream
 from modelplane.gateway.config import ServiceRoute, control_plane_config, static_config, workload_config
-from modelplane.gateway.kvroute import KV_PLUGIN, KV_PLUGIN_MODULE, TERMINAL_SERVICE
+from modelplane.gateway.kvroute import KV_PLUGIN, KV_PLUGIN_MODULE, SUMMARY_PATH, TERMINAL_SERVICE
 from modelplane.gateway.security import PLUGIN, EdgeSecurity, auth_middleware_name
 from modelplane.plan import ControlPlane, gitops_gateway_urls, plan_fleet
 from modelplane.render.gateway import plugin_files
@@ -198,3 +199,13 @@ def test_a_fleet_knows_it_is_cache_aware_once_and_forgets_when_a_service_is_adde
     fleet.add(balanced, "test#1")
     assert fleet.cache_aware()
     assert replace(fleet).cache_aware() and not replace(fleet, services={plain.key: plain}).cache_aware()
+
+
+def test_the_summary_path_is_the_plugins_own():
+    """Two homes, one per language, for one path: the Go plugin answers and fetches summaries at
+    `clusterSummaryPath` (and its control-plane mode refuses callers there); the Python side's
+    SUMMARY_PATH is what tests, docs and CLIs ask. A change to one without the other fails here."""
+    plugin = Path(__file__).resolve().parents[3] / "gateway-plugins/src/modelplane.local/kvroute"
+    source = (plugin / "kvroute.go").read_text()
+    found = re.findall(r'^const clusterSummaryPath = "([^"]*)"$', source, flags=re.MULTILINE)
+    assert found == [SUMMARY_PATH]
