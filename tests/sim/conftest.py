@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from modelplane.api import load_manifests
+from modelplane.api import Fleet, load_manifests
 from sim import SimError, SimFleet, SimTools, find_tools
 from sim.fleet import port_listening
 from tests.engine.conftest import PROGRAM_FILES
@@ -62,6 +62,22 @@ def processes_mentioning(text: str) -> list[int]:
     return pids
 
 
+# The fleets the fixtures below started in this process, running or not: a test (or a module's
+# fixtures) that starts a second while one is up fails, naming both. One fleet at a time is what
+# keeps the run's peak memory down (docs/ci.md#memory): two module fleets of one module, or a
+# module's fleet plus a test's own, were the run's peak (5-6 API servers, 2.8 GB).
+FLEETS: list[SimFleet] = []
+
+
+def up_alone(sim: SimFleet, fleet: Fleet, source: str) -> dict[str, Path]:
+    running = [str(other.state_dir) for other in FLEETS if other.state_file.exists()]
+    if running:
+        pytest.fail(f"a second sim fleet ({source}) while {', '.join(running)} is up: one fleet at a time "
+                    "(docs/ci.md#memory); put the tests that need this one in a module of their own", pytrace=False)
+    FLEETS.append(sim)
+    return sim.up(fleet, source=source)
+
+
 @pytest.fixture
 def start_fleet(sim_tools: SimTools, tmp_path: Path) -> Iterator[Callable[..., tuple[SimFleet, dict[str, Path]]]]:
     """start_fleet(manifests, **options) -> (SimFleet, {cluster: kubeconfig}); stopped at teardown."""
@@ -71,7 +87,7 @@ def start_fleet(sim_tools: SimTools, tmp_path: Path) -> Iterator[Callable[..., t
         fleet = load_manifests(REPO / manifests if not Path(manifests).is_absolute() else manifests)
         sim = SimFleet(tmp_path / f"state-{len(started)}", tools=sim_tools, **options)
         started.append(sim)
-        return sim, sim.up(fleet, source=str(manifests))
+        return sim, up_alone(sim, fleet, str(manifests))
 
     try:
         yield start
@@ -100,7 +116,7 @@ def module_fleet(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory
         path = REPO / manifests if not Path(manifests).is_absolute() else Path(manifests)
         sim = SimFleet(tmp_path_factory.mktemp("sim") / "state", tools=sim_tools)
         started.append(sim)
-        return sim, sim.up(load_manifests(path), source=str(manifests))
+        return sim, up_alone(sim, load_manifests(path), str(manifests))
 
     try:
         yield start

@@ -27,9 +27,11 @@ from pulumi import automation as auto
 from automation.processes import TrackedPulumiCommand
 from automation.reconcile import lock_path
 from modelplane.api import Fleet, load_manifests
+from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, DRA_KUBELET_PLUGIN_TOLERATIONS
+from modelplane.node_objects import cluster_nodes
 from modelplane.scheduler import FleetPlacement
 from providers.placement import normalize_numbers
-from sim import KubeClient, SimError
+from sim import KubeClient, SimError, SimFleet
 from sim.kube import resource_path
 from tests.throwaway_stack import create_throwaway_stack
 
@@ -349,3 +351,75 @@ def assert_nothing_left(stack: SimStack, clusters: list[str], before: dict[tuple
                 return found
             wait_for(f"no object of ours on {cluster}", lambda: not leftovers(), timeout,
                      explain=lambda: f"left: {leftovers()}")
+
+
+def bounded_await(sim: SimFleet) -> dict[str, Any]:
+    """The sim stack config of a fleet whose pods the kube-scheduler cannot place: the update fails
+    after 20 s instead of the default await."""
+    return {"modelplane:sim": {"stateDir": str(sim.state_dir), "awaitTimeoutSeconds": 20}}
+
+
+def failed_scheduling(kube: KubeClient, pod: dict[str, Any]) -> str:
+    """The kube-scheduler's FailedScheduling message for the pod, once its event appears."""
+    def reason() -> str | None:
+        events = kube.items("/api/v1/namespaces/ml-team/events",
+                            {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
+        return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
+
+    message: str = wait_for("the kube-scheduler's FailedScheduling event", reason)
+    return message
+
+
+def ml_team_pods(stack: SimStack, cluster: str) -> list[dict[str, Any]]:
+    with stack.kube(cluster) as kube:
+        if kube.request("GET", "/api/v1/namespaces/ml-team").status_code == 404:
+            return []
+        return kube.items("/api/v1/namespaces/ml-team/pods")
+
+
+def _plugin_nodes(kube: KubeClient, namespace: str) -> set[str]:
+    """Nodes the real DaemonSet controller and kube-scheduler ran the kubelet-plugin pods on,
+    once the DaemonSet says every pod it wants is ready."""
+    def settled() -> set[str] | None:
+        ds = kube.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/kubelet-plugin")
+        st = ds.get("status") or {}
+        pods = [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": "app=kubelet-plugin"})
+                if p.get("status", {}).get("phase") == "Running"]
+        if st.get("observedGeneration") != ds["metadata"]["generation"] or not st.get("desiredNumberScheduled"):
+            return None
+        if st.get("numberReady") != st["desiredNumberScheduled"] or len(pods) != st["desiredNumberScheduled"]:
+            return None
+        return {p["spec"]["nodeName"] for p in pods}
+    nodes: set[str] = wait_for("the kubelet-plugin DaemonSet to settle", settled, timeout=90)
+    return nodes
+
+
+def _create_kubelet_plugin(kube: KubeClient, namespace: str) -> None:
+    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, exist_ok=True)
+    kube.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "kubelet-plugin",
+                                                                           "namespace": namespace},
+                 "spec": {"selector": {"matchLabels": {"app": "kubelet-plugin"}},
+                          "template": {"metadata": {"labels": {"app": "kubelet-plugin"}}, "spec": {
+                              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                                  "nodeSelectorTerms": [dict(t) for t in DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS]}}},
+                              "tolerations": [dict(t) for t in DRA_KUBELET_PLUGIN_TOLERATIONS],
+                              "containers": [{"name": "gpus", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0"}],
+                          }}}})
+
+def assert_kubelet_plugin_runs_on_the_gpu_nodes_only(manifests: Path, kubeconfigs: dict[str, Path],
+                                                     source: str) -> None:
+    """On every cluster of a running sim of `manifests` (each `source`: EKS, GKE), a DaemonSet with the
+    NVIDIA DRA kubelet plugin's node affinity and tolerations (modelplane.clouds.nvidia) gets a pod
+    on every GPU node and on no other, and nvidia.com/gpu.present is on exactly the GPU nodes."""
+    fleet = load_manifests(manifests)
+    assert {fleet.clusters[name].source for name in kubeconfigs} == {source}
+    for name, kubeconfig in kubeconfigs.items():
+        shapes = cluster_nodes(fleet, fleet.clusters[name])
+        gpu = {s.name for s in shapes if s.pool}
+        assert gpu and gpu != {s.name for s in shapes}, f"{name}: want GPU nodes and a node without GPUs"
+        with KubeClient.from_kubeconfig(kubeconfig) as kube:
+            present = {n["metadata"]["name"] for n in kube.items("/api/v1/nodes",
+                                                                 {"labelSelector": "nvidia.com/gpu.present=true"})}
+            assert present == gpu, f"{name}: nvidia.com/gpu.present on {present}, GPU nodes {gpu}"
+            _create_kubelet_plugin(kube, "nvidia-dra-driver-gpu")
+            assert _plugin_nodes(kube, "nvidia-dra-driver-gpu") == gpu, name

@@ -13,13 +13,12 @@ from typing import Any
 import pytest
 
 from modelplane.api import load_manifests
-from modelplane.clouds.nvidia import DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS, DRA_KUBELET_PLUGIN_TOLERATIONS
 from modelplane.node_objects import cluster_nodes, device_classes, resource_slices
 from sim import KubeClient, SimFleet, SimTools
 from sim.fleet import port_listening
 
 from .conftest import REPO, processes_mentioning
-from .stack import scheduler_said, wait_for
+from .stack import assert_kubelet_plugin_runs_on_the_gpu_nodes_only, scheduler_said, wait_for
 
 pytestmark = pytest.mark.sim
 
@@ -214,59 +213,16 @@ def test_leaderworkerset_creates_its_group(aws_sim: tuple[SimFleet, dict[str, Pa
 
 # ------------------------------------------------------------------------------------ issue 12's sim contract
 
-def _plugin_nodes(kube: KubeClient, namespace: str) -> set[str]:
-    """Nodes the real DaemonSet controller and kube-scheduler ran the kubelet-plugin pods on,
-    once the DaemonSet says every pod it wants is ready."""
-    def settled() -> set[str] | None:
-        ds = kube.get(f"/apis/apps/v1/namespaces/{namespace}/daemonsets/kubelet-plugin")
-        st = ds.get("status") or {}
-        pods = [p for p in kube.items(f"/api/v1/namespaces/{namespace}/pods", {"labelSelector": "app=kubelet-plugin"})
-                if p.get("status", {}).get("phase") == "Running"]
-        if st.get("observedGeneration") != ds["metadata"]["generation"] or not st.get("desiredNumberScheduled"):
-            return None
-        if st.get("numberReady") != st["desiredNumberScheduled"] or len(pods) != st["desiredNumberScheduled"]:
-            return None
-        return {p["spec"]["nodeName"] for p in pods}
-    nodes: set[str] = wait_for("the kubelet-plugin DaemonSet to settle", settled, timeout=90)
-    return nodes
-
-
-def _create_kubelet_plugin(kube: KubeClient, namespace: str) -> None:
-    kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, exist_ok=True)
-    kube.create({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "kubelet-plugin",
-                                                                           "namespace": namespace},
-                 "spec": {"selector": {"matchLabels": {"app": "kubelet-plugin"}},
-                          "template": {"metadata": {"labels": {"app": "kubelet-plugin"}}, "spec": {
-                              "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                                  "nodeSelectorTerms": [dict(t) for t in DRA_KUBELET_PLUGIN_NODE_SELECTOR_TERMS]}}},
-                              "tolerations": [dict(t) for t in DRA_KUBELET_PLUGIN_TOLERATIONS],
-                              "containers": [{"name": "gpus", "image": "nvcr.io/nvidia/k8s-dra-driver-gpu:v25.8.0"}],
-                          }}}})
-
-
-def test_nvidia_dra_kubelet_plugin_node_affinity_matches_every_simulated_eks_and_gke_gpu_node(
-        aws_sim: tuple[SimFleet, dict[str, Path]], start_fleet: Any) -> None:
+def test_nvidia_dra_kubelet_plugin_node_affinity_matches_every_simulated_eks_gpu_node(
+        aws_sim: tuple[SimFleet, dict[str, Path]]) -> None:
     """Rule: the NVIDIA DRA driver's kubelet plugin (the DaemonSet that publishes ResourceSlices)
     runs only on nodes matching its chart's required node affinity, tolerating the GPU taint
     (sigs.k8s.io/dra-driver-nvidia-gpu v0.4.1, deployments/helm/dra-driver-nvidia-gpu/values.yaml,
     `kubeletPlugin.affinity` and `kubeletPlugin.tolerations`, held in modelplane.clouds.nvidia).
-    On simulated EKS (examples/aws) and GKE (examples/gcp) clusters, whose nodes carry exactly the
+    On simulated EKS clusters (examples/aws; GKE: test_fleet_gke.py, a module of its own so
+    that the two fleets are never up at once), whose nodes carry exactly the
     labels our node pools give real ones (modelplane.node_objects on modelplane.clouds.nodes), a DaemonSet
     with that affinity and those tolerations gets a pod from the real DaemonSet controller and
     kube-scheduler on every GPU node, and none on the system node, which has no
     nvidia.com/gpu.present."""
-    _, gcp = start_fleet("examples/gcp")
-    clusters = [(AWS, name, path) for name, path in aws_sim[1].items()]
-    clusters += [(REPO / "examples" / "gcp", name, path) for name, path in gcp.items()]
-    assert {load_manifests(f).clusters[n].source for f, n, _ in clusters} == {"EKS", "GKE"}
-    for manifests, name, kubeconfig in clusters:
-        fleet = load_manifests(manifests)
-        shapes = cluster_nodes(fleet, fleet.clusters[name])
-        gpu = {s.name for s in shapes if s.pool}
-        assert gpu and gpu != {s.name for s in shapes}, f"{name}: want GPU nodes and a node without GPUs"
-        with KubeClient.from_kubeconfig(kubeconfig) as kube:
-            present = {n["metadata"]["name"] for n in kube.items("/api/v1/nodes",
-                                                                 {"labelSelector": "nvidia.com/gpu.present=true"})}
-            assert present == gpu, f"{name}: nvidia.com/gpu.present on {present}, GPU nodes {gpu}"
-            _create_kubelet_plugin(kube, "nvidia-dra-driver-gpu")
-            assert _plugin_nodes(kube, "nvidia-dra-driver-gpu") == gpu, name
+    assert_kubelet_plugin_runs_on_the_gpu_nodes_only(AWS, aws_sim[1], "EKS")

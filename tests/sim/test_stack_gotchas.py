@@ -1,7 +1,8 @@
-"""The sim stack where things go wrong: the usable-memory and the published-attributes gotchas on the
-real kube-scheduler with the policy pack advisory and mandatory, and a sim that is not running
-(preview fails at once, naming the cluster and what to do). Needs both tool groups
-(scripts/bootstrap-tools)."""
+"""The sim stack where things go wrong: the usable-memory gotcha on the real kube-scheduler with the
+policy pack advisory and mandatory, and a sim that is not running (preview fails at once, naming the
+cluster and what to do); the published-attributes gotcha is test_stack_attribute_gap.py, a module of
+its own so that its fleet and this one are never up at once (one module-scoped fleet per module:
+docs/ci.md#memory). Needs both tool groups (scripts/bootstrap-tools)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,14 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pulumi import automation as auto
 
-from sim import KubeClient, SimFleet
+from sim import SimFleet
 from tests.sim.conftest import StackFactory
-from tests.sim.fleets import NVML_H100, SHORT_NAME_SELECTOR, attribute_gap_fleet, gotcha_fleet
-from tests.sim.stack import SimStack, wait_for
+from tests.sim.fleets import gotcha_fleet
+from tests.sim.stack import SimStack, bounded_await, failed_scheduling, ml_team_pods, wait_for
 
 from .conftest import REPO
 
@@ -39,46 +39,9 @@ def gotcha(module_fleet: Callable[..., tuple[SimFleet, dict[str, Path]]],
 
 
 @pytest.fixture(scope="module")
-def attribute_gap(module_fleet: Callable[..., tuple[SimFleet, dict[str, Path]]],
-                  tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SimFleet]:
-    manifests = attribute_gap_fleet(tmp_path_factory.mktemp("attribute-gap"))
-    sim, _ = module_fleet(manifests)
-    return manifests, sim
-
-
-def _bounded_await(sim: SimFleet) -> dict[str, Any]:
-    # Pods the kube-scheduler cannot place fail the update after this long instead of the default.
-    return {"modelplane:sim": {"stateDir": str(sim.state_dir), "awaitTimeoutSeconds": 20}}
-
-
-@pytest.fixture(scope="module")
 def gotcha_stack(gotcha: tuple[Path, SimFleet], module_sim_stack: StackFactory) -> SimStack:
     manifests, sim = gotcha
-    return module_sim_stack(manifests, sim.state_dir, _bounded_await(sim))
-
-
-@pytest.fixture(scope="module")
-def attribute_gap_stack(attribute_gap: tuple[Path, SimFleet], module_sim_stack: StackFactory) -> SimStack:
-    manifests, sim = attribute_gap
-    return module_sim_stack(manifests, sim.state_dir, _bounded_await(sim))
-
-
-def _failed_scheduling(kube: KubeClient, pod: dict[str, Any]) -> str:
-    """The kube-scheduler's FailedScheduling message for the pod, once its event appears."""
-    def reason() -> str | None:
-        events = kube.items("/api/v1/namespaces/ml-team/events",
-                            {"fieldSelector": f"involvedObject.name={pod['metadata']['name']}"})
-        return next((e["message"] for e in events if e.get("reason") == "FailedScheduling"), None)
-
-    message: str = wait_for("the kube-scheduler's FailedScheduling event", reason)
-    return message
-
-
-def _ml_team_pods(stack: SimStack, cluster: str) -> list[dict[str, Any]]:
-    with stack.kube(cluster) as kube:
-        if kube.request("GET", "/api/v1/namespaces/ml-team").status_code == 404:
-            return []
-        return kube.items("/api/v1/namespaces/ml-team/pods")
+    return module_sim_stack(manifests, sim.state_dir, bounded_await(sim))
 
 
 def test_mandatory_pack_stops_the_preview_before_anything_is_applied(gotcha_stack: SimStack) -> None:
@@ -93,7 +56,7 @@ def test_mandatory_pack_stops_the_preview_before_anything_is_applied(gotcha_stac
         assert f"ModelDeployment/ml-team/{deployment}" in text and "only the nominal 80Gi" in text
     assert "[mandatory]  usable-gpu-memory" in text and "[mandatory]  replicas-fully-scheduled" in text
     assert gotcha_stack.kubernetes_objects() == []
-    assert _ml_team_pods(gotcha_stack, "nominal") == _ml_team_pods(gotcha_stack, "usable") == []
+    assert ml_team_pods(gotcha_stack, "nominal") == ml_team_pods(gotcha_stack, "usable") == []
 
 
 def test_advisory_pack_lets_the_nominal_class_through_and_the_real_scheduler_refuses_its_claim(
@@ -115,60 +78,12 @@ def test_advisory_pack_lets_the_nominal_class_through_and_the_real_scheduler_ref
     assert "ml-team/nominal-selector: 0 of 1 replicas placed" in text
     assert "nominal-class" in text and "timed out waiting to be Ready" in text, text
 
-    (pod,) = _ml_team_pods(gotcha_stack, "nominal")
+    (pod,) = ml_team_pods(gotcha_stack, "nominal")
     assert pod["status"]["phase"] == "Pending"
     with gotcha_stack.kube("nominal") as kube:
-        message = _failed_scheduling(kube, pod)
+        message = failed_scheduling(kube, pod)
     assert "cannot allocate all claims" in message, message
-    assert _ml_team_pods(gotcha_stack, "usable") == []
-
-
-def test_published_device_attributes_mandatory_pack_stops_the_preview_naming_the_class_field(
-        attribute_gap_stack: SimStack) -> None:
-    """With the pack as shipped, `preview` fails naming the class field that declares productName
-    `H100` and the name the driver publishes, and the selector only that short name satisfies;
-    nothing reaches the cluster."""
-    with pytest.raises(auto.errors.CommandError) as failed:
-        attribute_gap_stack.preview(policy_packs=[PACK])
-    text = str(failed.value)
-    assert "[mandatory]  published-device-attributes" in text, text
-    assert "InferenceClass/h100-short-name (" in text
-    assert ('spec.devices[0].attributes.productName: declares productName "H100", but on an NVIDIA H100 80GB the '
-            f'gpu.nvidia.com driver publishes "{NVML_H100}"') in text, text
-    assert f"Fix: declare productName: {{string: {NVML_H100}}}" in text
-    assert "ModelDeployment/ml-team/short-name" in text and "selectors[0].cel: matches what class h100-short-name" \
-        in text
-    assert attribute_gap_stack.kubernetes_objects() == []
-    assert _ml_team_pods(attribute_gap_stack, "short-name") == []
-
-
-def test_published_device_attributes_advisory_pack_places_the_replica_and_the_real_scheduler_cannot_allocate(
-        attribute_gap_stack: SimStack, tmp_path: Path) -> None:
-    """With the pack advisory, `up` applies: the fleet scheduler places `short-name` (its class says
-    productName H100, which its selector asks for), the simulated driver publishes what the real one
-    would (NVML's full name), so its pod stays Pending with the kube-scheduler's reason in its
-    events, and `up` fails after the sim's await timeout naming the Deployment."""
-    config = tmp_path / "advisory.json"
-    config.write_text(json.dumps({"published-device-attributes": "advisory"}))
-    with pytest.raises(auto.errors.CommandError) as failed:
-        attribute_gap_stack.up(policy_packs=[PACK], policy_pack_configs=[str(config)])
-    text = str(failed.value)
-    assert "[advisory]  published-device-attributes" in text, text
-    assert "ml-team/short-name: 1 of 1 replicas placed" in text
-    assert "short-name" in text and "timed out waiting to be Ready" in text, text
-
-    (pod,) = _ml_team_pods(attribute_gap_stack, "short-name")
-    assert pod["status"]["phase"] == "Pending"
-    with attribute_gap_stack.kube("short-name") as kube:
-        (template,) = kube.items("/apis/resource.k8s.io/v1/namespaces/ml-team/resourceclaimtemplates")
-        selectors = template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
-        assert selectors == [{"cel": {"expression": SHORT_NAME_SELECTOR}}]
-        names = {d["attributes"]["productName"]["string"]
-                 for s in kube.items("/apis/resource.k8s.io/v1/resourceslices") for d in s["spec"]["devices"]}
-        assert names == {NVML_H100}
-
-        message = _failed_scheduling(kube, pod)
-    assert "cannot allocate all claims" in message, message
+    assert ml_team_pods(gotcha_stack, "usable") == []
 
 
 def test_a_sim_of_another_fleet_fails_the_preview_naming_the_cluster(
