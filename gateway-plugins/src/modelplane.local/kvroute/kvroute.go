@@ -214,6 +214,15 @@ func (r *Router) done(rep *replica, work float64) {
 	r.mu.Unlock()
 }
 
+// forget empties the index of a replica that could not be reached: pick held the request's blocks
+// there, and an engine that is gone or restarting holds none of what it was sent before either, so
+// neither this cluster's routing nor the summary it publishes counts them as cached.
+func (r *Router) forget(rep *replica) {
+	r.mu.Lock()
+	rep.index.clear()
+	r.mu.Unlock()
+}
+
 func (r *Router) ServeHTTP(rw http.ResponseWriter, req *http.Request) {
 	if r.cp != nil && path.Clean(req.URL.Path) == clusterSummaryPath {
 		// A caller must not read a cluster's summary (what its replicas hold) through the control
@@ -282,6 +291,7 @@ func (r *Router) serveReplica(rw http.ResponseWriter, req *http.Request, blocks 
 		if !a.unreached {
 			return
 		}
+		r.forget(rep)
 		if req.Context().Err() != nil {
 			return // the caller went away: no other replica is tried, nothing is answered
 		}

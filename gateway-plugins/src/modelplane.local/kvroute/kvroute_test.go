@@ -241,3 +241,38 @@ func TestNoReplicaReachedIsA503TheControlPlaneSpillsOn(t *testing.T) {
 		}
 	}
 }
+
+func TestAReplicaThatWasNotReachedHoldsNoBlocks(t *testing.T) {
+	live := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		_, _ = rw.Write([]byte("ok"))
+	}))
+	defer live.Close()
+	r := newRouter(t, []string{deadURL(t), live.URL}, 10)
+	// the dead replica holds a prefix from before it went away; the request naming it fails over
+	r.replicas[0].index.touch([]uint64{7, 8})
+	body := `{"kv_block_hashes": [7, 8, 9], "prompt_tokens": 1500}`
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(body)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d", rec.Code)
+	}
+	if held := r.replicas[0].index.order.Len(); held != 0 {
+		t.Fatalf("the unreached replica still holds %d blocks", held)
+	}
+	if got := r.replicas[1].index.prefix([]uint64{7, 8, 9}); got != 3 {
+		t.Fatalf("the replica that answered holds %d of the 3 blocks", got)
+	}
+	// the published summary counts the blocks once, for the replica that holds them
+	once := newCountingFilter()
+	for _, b := range []uint64{7, 8, 9} {
+		once.add(b)
+	}
+	for _, b := range []uint64{7, 8, 9} {
+		for _, pos := range positions(b) {
+			if r.filter.counts[pos] != once.counts[pos] {
+				t.Fatalf("block %d: the summary counts %d holders at bit %d, want %d", b, r.filter.counts[pos], pos,
+					once.counts[pos])
+			}
+		}
+	}
+}

@@ -98,6 +98,16 @@ func (l *lru) touch(blocks []uint64) {
 	}
 }
 
+// clear forgets every block, as an engine that restarts has none of them cached.
+func (l *lru) clear() {
+	for e := l.order.Front(); e != nil; e = l.order.Front() {
+		b := e.Value.(uint64)
+		l.order.Remove(e)
+		delete(l.items, b)
+		l.onEvict(b)
+	}
+}
+
 func (r *Router) serveSummary(rw http.ResponseWriter) {
 	data, err := json.Marshal(r.summary(time.Now().UnixMilli()))
 	if err != nil {
