@@ -17,7 +17,7 @@ import pytest
 WRAPPER = Path(__file__).resolve().parents[3] / "scripts" / "go-compile-limits"
 SDK = "github.com/pulumi/pulumi-kubernetes/sdk/v4/go/kubernetes"
 
-pytestmark = pytest.mark.skipif(shutil.which("flock") is None, reason="flock(1) (util-linux) is not installed")
+needs_flock = pytest.mark.skipif(shutil.which("flock") is None, reason="flock(1) (util-linux) is not installed")
 
 
 def _tool(tmp_path: Path, name: str, body: str = 'echo "GOGC=${GOGC:-unset} $*"') -> Path:
@@ -28,8 +28,10 @@ def _tool(tmp_path: Path, name: str, body: str = 'echo "GOGC=${GOGC:-unset} $*"'
     return tool
 
 
-def _run(tmp_path: Path, tool: Path, *args: str) -> str:
+def _run(tmp_path: Path, tool: Path, *args: str, path: str | None = None) -> str:
     env = {k: v for k, v in os.environ.items() if k != "GOGC"}
+    if path is not None:
+        env["PATH"] = path
     proc = subprocess.run([str(WRAPPER), str(tmp_path / "lock"), str(tool), *args], env=env,
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
@@ -52,6 +54,13 @@ def test_other_tools_and_version_probes_pass_through(tmp_path: Path) -> None:
     # go asks every tool for `-V=full` to key its cache; asm and link are never limited.
     assert _run(tmp_path, _tool(tmp_path, "compile"), "-V=full") == "GOGC=unset -V=full"
     assert _run(tmp_path, _tool(tmp_path, "asm"), "-p", f"{SDK}/core/v1") == f"GOGC=unset -p {SDK}/core/v1"
+
+
+def test_without_flock_only_gogc_applies(tmp_path: Path) -> None:
+    # A PATH with no flock(1) on it: the SDK's packages still compile, at their GOGC, unlocked.
+    out = _run(tmp_path, _tool(tmp_path, "compile"), "-p", f"{SDK}/core/v1", path=str(tmp_path / "empty"))
+    assert out == f"GOGC=25 -p {SDK}/core/v1"
+    assert not (tmp_path / "lock").exists()
 
 
 class _Holder:
@@ -79,6 +88,7 @@ def _start(tmp_path: Path, tool: Path, package: str) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, text=True)
 
 
+@needs_flock
 @pytest.mark.parametrize(("held", "package", "waits"), [
     pytest.param("-s", f"{SDK}/core/v1", True, id="core/v1 waits while another SDK package compiles"),
     pytest.param("-x", f"{SDK}/apps/v1", True, id="an SDK package waits while core/v1 compiles"),
