@@ -87,12 +87,14 @@ def start_fleet(sim_tools: SimTools, tmp_path: Path) -> Iterator[Callable[..., t
         fleet = load_manifests(REPO / manifests if not Path(manifests).is_absolute() else manifests)
         sim = SimFleet(tmp_path / f"state-{len(started)}", tools=sim_tools, **options)
         started.append(sim)
+        FLEET_SCOPE[sim.state_dir] = "function"
         return sim, up_alone(sim, fleet, str(manifests))
 
     try:
         yield start
     finally:
         for sim in started:
+            FLEET_SCOPE.pop(sim.state_dir, None)
             stop_and_check(sim)
 
 
@@ -116,12 +118,14 @@ def module_fleet(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory
         path = REPO / manifests if not Path(manifests).is_absolute() else Path(manifests)
         sim = SimFleet(tmp_path_factory.mktemp("sim") / "state", tools=sim_tools)
         started.append(sim)
+        FLEET_SCOPE[sim.state_dir] = "module"
         return sim, up_alone(sim, load_manifests(path), str(manifests))
 
     try:
         yield start
     finally:
         for sim in started:
+            FLEET_SCOPE.pop(sim.state_dir, None)
             stop_and_check(sim)
 
 
@@ -147,11 +151,21 @@ def sim_engine(sim_tools: SimTools, tmp_path_factory: pytest.TempPathFactory) ->
             "PULUMI_CONFIG_PASSPHRASE": env.get("PULUMI_CONFIG_PASSPHRASE") or "modelplane-sim-tests"}
 
 
-class StackFactory:
-    """factory(manifests, state_dir, config=None) -> SimStack; close() destroys and removes them all."""
+# The scope ("function" or "module") of the fixture that stops each running fleet (by state dir)
+# at its teardown. A stack torn down in the same scope as its fleet is removed without a destroy:
+# its objects go with the fleet a moment later, and the destroy was ~15 s of each sim test (20 s
+# and more under load; docs/ci.md). A fleet that outlives the stack (a module's fleet, a test's
+# stack) still gets its destroy, so the next test starts on clusters without it.
+FLEET_SCOPE: dict[Path, str] = {}
 
-    def __init__(self, env: dict[str, str]) -> None:
+
+class StackFactory:
+    """factory(manifests, state_dir, config=None) -> SimStack; close() removes them all, destroying
+    first what a fleet that stays up would keep (FLEET_SCOPE)."""
+
+    def __init__(self, env: dict[str, str], scope: str) -> None:
         self.env = env
+        self.scope = scope
         self.made: list[SimStack] = []
 
     def __call__(self, manifests: Path, state_dir: Path, config: dict[str, Any] | None = None) -> SimStack:
@@ -161,15 +175,15 @@ class StackFactory:
 
     def close(self) -> None:
         for stack in self.made:
-            remove_sim_stack(stack)
+            remove_sim_stack(stack, destroy=FLEET_SCOPE.get(stack.state_dir) != self.scope)
 
 
 @pytest.fixture
 def sim_stack(sim_engine: dict[str, str]) -> Iterator[StackFactory]:
-    """sim_stack(manifests, state_dir, config=None) -> SimStack (tests/sim/stack.py), destroyed
-    and removed at teardown, whatever happened. Request it after the fleet fixture, so it is
-    torn down first (destroy while the simulated clusters still run)."""
-    factory = StackFactory(sim_engine)
+    """sim_stack(manifests, state_dir, config=None) -> SimStack (tests/sim/stack.py), removed at
+    teardown whatever happened (destroyed first when its fleet stays up: StackFactory). Request
+    it after the fleet fixture, so it is torn down first (while the simulated clusters still run)."""
+    factory = StackFactory(sim_engine, "function")
     try:
         yield factory
     finally:
@@ -179,7 +193,7 @@ def sim_stack(sim_engine: dict[str, str]) -> Iterator[StackFactory]:
 @pytest.fixture(scope="module")
 def module_sim_stack(sim_engine: dict[str, str]) -> Iterator[StackFactory]:
     """sim_stack for stacks shared by the tests of one module (request it after module_fleet)."""
-    factory = StackFactory(sim_engine)
+    factory = StackFactory(sim_engine, "module")
     try:
         yield factory
     finally:

@@ -187,10 +187,11 @@ def make_sim_stack(env: dict[str, str], manifests: Path, state_dir: Path,
     return SimStack(stack, name, manifests, state_dir, config_file, env)
 
 
-def remove_sim_stack(stack: SimStack) -> None:
-    """Destroy what is left (even after a failed test) and remove the stack and its config file."""
+def remove_sim_stack(stack: SimStack, *, destroy: bool = True) -> None:
+    """Destroy what is left (even after a failed test; not with destroy=False, for clusters about
+    to be stopped) and remove the stack and its config file."""
     try:
-        if stack.kubernetes_objects():
+        if destroy and stack.kubernetes_objects():
             stack.destroy()
     except Exception:  # noqa: BLE001 - a failed destroy must not keep the config file behind
         pass
