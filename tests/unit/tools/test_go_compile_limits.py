@@ -1,5 +1,7 @@
 """scripts/go-compile-limits, the `go build -toolexec` wrapper of the Kubernetes provider's build:
-which compiles get a lower GOGC and the lock, and that everything else runs untouched.
+which compiles get a lower GOGC and the lock, and that everything else runs untouched; with
+`--beside` (the sim tools' builds, run meanwhile), every compile and link waits while core/v1
+compiles.
 
 A stand-in `compile` prints the GOGC it was given and its arguments; the lock is probed with
 flock(1), as the wrapper takes it."""
@@ -111,3 +113,33 @@ def test_the_lock_keeps_core_v1_alone_among_the_sdk_packages(tmp_path: Path, hel
             holder.release()
         compile_.kill()
         compile_.wait(timeout=30)
+
+
+@needs_flock
+@pytest.mark.parametrize(("tool", "held", "args", "waits"), [
+    pytest.param("compile", "-x", ("-p", "k8s.io/api/core/v1"), True,
+                 id="a compile beside waits while core/v1 compiles"),
+    pytest.param("link", "-x", ("-o", "kube-apiserver", "main.a"), True,
+                 id="a link beside waits while core/v1 compiles"),
+    pytest.param("compile", "-s", ("-p", "k8s.io/api/core/v1"), False,
+                 id="a compile beside runs while other SDK packages compile"),
+    pytest.param("compile", "-x", ("-V=full",), False, id="a version probe beside never waits"),
+    pytest.param("asm", "-x", ("-p", "runtime"), False, id="asm beside never waits"),
+])
+def test_a_build_beside_the_provider_never_runs_with_core_v1(tmp_path: Path, tool: str, held: str,
+                                                             args: tuple[str, ...], waits: bool) -> None:
+    holder = _Holder(tmp_path / "lock", held)
+    proc = subprocess.Popen([str(WRAPPER), "--beside", str(tmp_path / "lock"), str(_tool(tmp_path, tool)), *args],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        if waits:
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(timeout=1.0)
+            holder.release()
+        assert proc.wait(timeout=30) == 0
+        assert proc.stdout is not None and proc.stdout.read().strip() == "GOGC=unset " + " ".join(args)
+    finally:
+        if holder.proc.poll() is None:
+            holder.release()
+        proc.kill()
+        proc.wait(timeout=30)
