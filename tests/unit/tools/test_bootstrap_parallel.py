@@ -80,4 +80,4 @@ def test_the_provider_and_the_sim_tools_share_one_compile_lock(tmp_path: Path, m
     bt = _script(tmp_path / "cache", monkeypatch)
     assert bt.compile_lock() == tmp_path / "cache" / "compile-limits.lock"
     assert f"'{bt.compile_lock()}'" in bt.beside_provider_flags()[3]
-    assert f"limits = f\"'{{COMPILE_LIMITS}}' '{{compile_lock()}}'\"" in SCRIPT.read_text()   # the provider's
+    assert "limits = f\"'{COMPILE_LIMITS}' '{compile_lock()}'\"" in SCRIPT.read_text()   # the provider's
