@@ -1,8 +1,9 @@
 """scripts/bootstrap-tools builds the engine and sim groups at the same time when both have
 something to build, the sim tools then with beside_provider_flags() (one package at a time, never
 beside the provider's core/v1 compile: scripts/go-compile-limits --beside); one after the other,
-with no extra flags, when either group is already built. The script is loaded as a module and its
-two group builders replaced by stand-ins that meet at a barrier: a serial build breaks it."""
+with no extra flags, when either group is already built (and the sim tools still to build once
+the engine group is done). The script is loaded as a module and its two group builders replaced
+by stand-ins that meet at a barrier: a serial build breaks it."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def test_the_groups_build_at_the_same_time_only_when_both_have_work(
         return ["engine-missing"]
 
     def sim(c: Any, gov: str, probe_s: float, flags: list[str]) -> list[str]:
-        seen["sim"], seen["flags"] = _met(meet), flags
+        seen["sim"], seen["flags"] = _met(meet), list(flags)
+        seen["live_flags"] = flags          # what the sim steps still to build read when they start
         return ["sim-missing"]
 
     monkeypatch.setattr(bt, "build_engine", engine)
@@ -62,6 +64,7 @@ def test_the_groups_build_at_the_same_time_only_when_both_have_work(
     if together:
         assert seen["flags"][:2] == ["-p", "1"] and "--beside" in seen["flags"][3]
         assert str(bt.compile_lock()) in seen["flags"][3]
+        assert seen["live_flags"] == []     # the engine group done: the rest builds as it does alone
     else:
         assert seen["flags"] == []
 
