@@ -114,6 +114,27 @@ def test_memory_records_the_peak_pss_of_the_whole_process_tree(tmp_path: Path) -
     assert peaks["peak anonymous PSS"]["pss_mib"] >= 200, peaks
 
 
+def test_a_peak_names_what_each_xdist_worker_ran_and_no_other_command_line(tmp_path: Path) -> None:
+    """The sim tests' peak is a fleet plus the workers' own heaps (docs/ci.md): the row says
+    which test each worker ran then, from its title (setproctitle, as xdist sets it). Another
+    process's command line may hold a secret: it is never read."""
+    pytest.importorskip("setproctitle")
+    rows = tmp_path / "rows"
+    worker = ("import setproctitle, time; setproctitle.setproctitle('[pytest-xdist running] tests/x.py::test_y'); "
+              "b = bytearray(120 << 20); b[::4096] = b'x' * len(b[::4096]); time.sleep(4)")
+    other = "import time; time.sleep(4)"
+    both = (f"import subprocess, sys; a = subprocess.Popen([sys.executable, '-c', {worker!r}]); "
+            f"b = subprocess.Popen([sys.executable, '-c', {other!r}, 'token=hunter2']); a.wait(); b.wait()")
+    run = phases(rows, "memory", "--", sys.executable, "-c", both)
+    assert run.returncode == 0, run.stderr
+    peaks = {row["phase"]: row for row in map(json.loads, rows.read_text().splitlines())}
+    [(title, pss, anon)] = peaks["peak anonymous PSS"]["workers"]
+    assert title == "[pytest-xdist running] tests/x.py::test_y" and anon >= 120 and pss >= anon
+    assert "hunter2" not in rows.read_text()
+    report = phases(rows, "report")
+    assert "[pytest-xdist running] tests/x.py::test_y: " in report.stdout, report.stdout
+
+
 def test_a_mapped_file_counts_in_the_pss_peak_but_not_in_the_anonymous_one(tmp_path: Path) -> None:
     """What the Go linker does with its inputs and output (3.3 of its 3.9 GiB when it links the
     Kubernetes provider): file pages the kernel can drop under pressure, reported apart."""
