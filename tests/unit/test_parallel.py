@@ -100,3 +100,54 @@ def test_each_test_directory_is_one_row_of_the_phase_table_written_by_the_contro
     assert set(got) == {"pytest: tests/sim", "pytest: tests/engine", "pytest: tests/unit"}, got
     assert got["pytest: tests/sim"]["tests"] == 10 and got["pytest: tests/unit"]["tests"] == 4, got
     assert all(r["seconds"] >= 0 and r["busy_s"] >= 0 for r in got.values())
+
+
+# A worker that finishes early (one quick test) and one that runs on until the first one's process
+# is gone, or fails after WAIT_S: the heap of a worker with nothing left to do is freed while the
+# other still runs (tests/parallel.py, pytest_testnodedown), not at the end of the run.
+QUICK = '''
+import os
+from pathlib import Path
+
+def test_quick():
+    Path(os.environ["PIDS"], "quick").write_text(str(os.getpid()))
+'''
+SLOW = '''
+import os, time
+from pathlib import Path
+
+WAIT_S = 60
+
+def gone(pid):
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state == "Z"
+
+def test_slow():
+    pid_file = Path(os.environ["PIDS"], "quick")
+    deadline = time.monotonic() + WAIT_S
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    quick = int(pid_file.read_text())
+    assert quick != os.getpid()
+    while not gone(quick) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert gone(quick), f"the worker done with its tests (pid {quick}) still runs"
+'''
+
+
+def test_a_worker_with_no_work_left_exits_while_another_still_runs(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    (tmp_path / "tests/engine").mkdir(parents=True)
+    (tmp_path / "tests/unit").mkdir(parents=True)
+    (tmp_path / "tests/engine/test_slow.py").write_text(SLOW)
+    (tmp_path / "tests/unit/test_quick.py").write_text(QUICK)
+    (tmp_path / "pids").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                          "-n", "2", "--dist", "loadgroup", "-v"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=240, env={**env, "PYTHONPATH": str(REPO), "PIDS": str(tmp_path / "pids")})
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "2 passed" in run.stdout, run.stdout
