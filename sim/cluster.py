@@ -8,6 +8,7 @@ self-signed serving certificate (its cert-dir), no feature gates (resource.k8s.i
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import socket
@@ -22,6 +23,7 @@ import yaml
 
 from modelplane.api.fleet import Fleet
 from modelplane.api.inference_cluster import InferenceCluster
+from modelplane.api.yaml_reader import SAFE_LOADER
 from modelplane.node_objects import KWOK_NODE_ANNOTATION, cluster_nodes, device_classes, resource_slices
 from modelplane.vocabulary import NVIDIA_DRIVER
 
@@ -83,6 +85,22 @@ class ClusterPorts:
 
     def items(self) -> list[tuple[str, int]]:
         return list(asdict(self).items())
+
+
+def crd_documents(path: Path) -> tuple[JsonObject, ...]:
+    """The CustomResourceDefinitions of a tool's manifest file, read-only, parsed once per
+    process and file version (`_parsed_crds`)."""
+    stat = path.stat()
+    return _parsed_crds(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_crds(path: Path, _mtime_ns: int, _size: int) -> tuple[JsonObject, ...]:
+    # The LWS CRDs are 2.8 MB of YAML. The pure-Python parser took ~2 s of CPU for them, once for
+    # every cluster of every fleet: 20-30 s of a two-cluster `sim up` on a loaded 2-core machine,
+    # more than the rest of the start. libyaml parses them in ~0.2 s, and only once.
+    return tuple(doc for doc in yaml.load_all(path.read_bytes(), Loader=SAFE_LOADER)
+                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition")
 
 
 class SimCluster:
@@ -266,10 +284,9 @@ class SimCluster:
             files += self.tools.nvidia_crds
         names = []
         for f in files:
-            for doc in yaml.safe_load_all(f.read_text()):
-                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
-                    kube.create(doc, exist_ok=True)
-                    names.append(str(doc["metadata"]["name"]))
+            for doc in crd_documents(f):
+                kube.create(doc, exist_ok=True)
+                names.append(str(doc["metadata"]["name"]))
         return names
 
     def install_webhooks(self, kube: KubeClient) -> None:

@@ -37,8 +37,9 @@ from modelplane.limits import MAX_INT_DIGITS, MAX_YAML_DEPTH, MAX_YAML_NODES
 
 from .common import quoted
 
-# libyaml when the PyYAML wheel has it (every manylinux wheel does), else the pure parser.
-_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml when the PyYAML wheel has it (every manylinux wheel does), else the pure parser: ten
+# times faster (also sim/cluster.py's, for the CRDs of the tools).
+SAFE_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _RESOLVER = yaml.resolver.Resolver()
 # yaml_implicit_resolvers by first character, as PyYAML's composer resolves a plain scalar.
 _resolve: Callable[[type, str, tuple[bool, bool]], str] = _RESOLVER.resolve
@@ -182,7 +183,7 @@ class _Builder:
         doc_nodes = 0
         where: Any = None          # the mark of the value being added
         # Any: the loop dispatches on the exact class (`type(...) is`), which mypy cannot narrow on.
-        events: Iterator[Any] = yaml.parse(text, Loader=_LOADER)
+        events: Iterator[Any] = yaml.parse(text, Loader=SAFE_LOADER)
         for event in events:
             cls = type(event)
             if cls is ScalarEvent:
