@@ -128,6 +128,13 @@ class SimStack:
     def set_config(self, key: str, value: str, *, path: bool = False) -> None:
         self.stack.set_config(key, auto.ConfigValue(value), path=path)
 
+    def set_config_value(self, key: str, value: Any) -> None:
+        """`key` in the stack's config file set to a YAML value (a number, a block), which
+        `set_config` (the CLI's `config set`) would store as a string."""
+        doc = yaml.safe_load(self.config_file.read_text()) or {}
+        doc.setdefault("config", {})[key] = value
+        self.config_file.write_text(yaml.safe_dump(doc, sort_keys=True))
+
     def fleet(self) -> Fleet:
         return load_manifests(self.manifests)
 
