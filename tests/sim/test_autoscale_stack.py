@@ -66,14 +66,13 @@ def test_reconcile_with_a_metrics_file_scales_the_real_clusters_and_drains_befor
     stack = sim_stack(manifests, sim.state_dir, {"modelplane:autoscale": {"drainSeconds": DRAIN_S,
                                                                           "timeoutSeconds": 3}})
     up = succeeded(stack.up())
-    first = outputs(stack)
+    first = outputs(up)
     assert first["autoscaling"]["autoscalers"]["ml-team/chat"]["replicas"] == 1
     assert sum(len(v) for v in chat_deployments(stack).values()) == 1
     assert "autoscaling:" in up.stdout
 
     # the scraped source on the real API servers: kwok pods answer nothing through the proxy
-    succeeded(stack.up())
-    held = outputs(stack)["autoscaling"]["autoscalers"]["ml-team/chat"]
+    held = outputs(succeeded(stack.up()))["autoscaling"]["autoscalers"]["ml-team/chat"]
     assert held["replicas"] == 1 and "lastScale" not in held
 
     busy = tmp_path / "busy.json"

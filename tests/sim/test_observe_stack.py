@@ -48,8 +48,11 @@ def succeeded(result: auto.UpResult) -> auto.UpResult:
     return result
 
 
-def outputs(stack: SimStack) -> dict[str, Any]:
-    return {k: v.value for k, v in stack.stack.outputs().items()}
+def outputs(source: SimStack | auto.UpResult) -> dict[str, Any]:
+    """The stack's outputs: those an `up` returned (read once, at its end, by the Automation API),
+    or read from the stack now (two more CLI runs: after a loop's ups, which return none here)."""
+    found = source.outputs if isinstance(source, auto.UpResult) else source.stack.outputs()
+    return {k: v.value for k, v in found.items()}
 
 
 def where(doc: dict[str, Any], name: str) -> list[tuple[str, int]]:
@@ -80,7 +83,7 @@ def test_preview_places_around_a_foreign_claim_as_plan_observe_does_and_up_verif
     assert "pool gpu: 1 node(s), 8 device(s), 4 held by other claims, 4 free for this plan" in preview.stdout
     assert "default/chat: 1 of 2 replicas placed" in preview.stdout
     up = succeeded(stack.up())
-    out = outputs(stack)
+    out = outputs(up)
     assert out["placement"]["deployments"] == planned["deployments"]
     assert out["observation"]["capacity"] == planned["capacity"]
     verification = out["verification"]
@@ -106,14 +109,14 @@ def test_a_gang_the_cluster_cannot_schedule_is_a_loud_verification_not_a_green_u
     up = succeeded(stack.up())
     assert "warning: verification: the clusters do not run what the fleet placed" in up.stdout, up.stdout
     assert "cannot allocate all claims" in up.stdout
-    verification = outputs(stack)["verification"]
+    verification = outputs(up)["verification"]
     assert verification["ok"] is False
     (replica,) = verification["replicas"]
     assert replica["status"] == "NotReady" and replica["expected"] == 2 and replica["pods"] == 0
     assert all("Pending, not scheduled: 0/2 nodes are available: 2 cannot allocate all claims" in p
                for p in replica["problems"]), replica["problems"]
     placement = tmp_path / "placement.json"
-    placement.write_text(json.dumps(outputs(stack)["placement"]))
+    placement.write_text(json.dumps(outputs(up)["placement"]))
     report = cli("verify", str(manifests), "--placement", str(placement), "--observe", str(sim.state_dir))
     assert report.returncode == 1 and "cannot allocate all claims" in report.stdout, report.stdout
 
@@ -241,8 +244,7 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
     # replica, a unreachable), each a full wait for nothing (~20 s apiece under load).
     stack = sim_stack(two_regions, sim.state_dir, {"modelplane:observe": {
         "unreachableGraceSeconds": GRACE_S, "timeoutSeconds": 3, "verifyWaitSeconds": 0}})
-    succeeded(stack.up())
-    first = outputs(stack)
+    first = outputs(succeeded(stack.up()))
     assert where(first["placement"], "chat") == [("a", 0), ("b", 0)]
     started = time.monotonic()
     stack.preview()
@@ -259,8 +261,7 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
         in preview.stdout
 
     # within the grace period: recorded, nothing moves
-    succeeded(stack.up())
-    during = outputs(stack)
+    during = outputs(succeeded(stack.up()))
     assert where(during["placement"], "chat") == [("a", 0), ("b", 0)]
     assert during["observation"]["health"]["a"]["condition"] == "Unreachable"
     since = during["observation"]["health"]["a"]["since"]
@@ -268,7 +269,7 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
     # after it: a replacement on b, a's replica kept (nothing can delete it there)
     time.sleep(max(0.0, since + GRACE_S + 1 - time.time()))
     up = succeeded(stack.up())
-    after = outputs(stack)
+    after = outputs(up)
     chat = next(d for d in after["placement"]["deployments"] if d["name"] == "chat")
     assert where(after["placement"], "chat") == [("a", 0), ("b", 0), ("b", 1)], up.stdout
     assert [f["cluster"] for f in chat["failover"]] == ["a"]
@@ -283,8 +284,7 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
     restart()
     stack.set_config_value("modelplane:observe", {
         "unreachableGraceSeconds": GRACE_S, "timeoutSeconds": 3, "verifyWaitSeconds": 20})
-    succeeded(stack.up())
-    back = outputs(stack)
+    back = outputs(succeeded(stack.up()))
     assert where(back["placement"], "chat") == [("b", 0), ("b", 1)]
     assert back["verification"]["ok"] is True
     # That up's check may have seen a's old replica still there and not Ready (a recorded Unready);
