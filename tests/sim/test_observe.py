@@ -232,12 +232,23 @@ def test_a_node_cordoned_notready_or_removed_leaves_the_ledger(sim_fleet: tuple[
         assert resp.status_code == 200, resp.text
         status = {"status": {"conditions": [{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
                                              "message": "simulated", "lastHeartbeatTime": None}]}}
-        resp = kube.http.patch(f"/api/v1/nodes/{names[1]}/status", json=status, headers=merge)
-        assert resp.status_code == 200, resp.text
-        wait_for(f"the API server to report {names[1]} NotReady",
-                 lambda: _node_ready(kube, names[1]) == "False", explain=lambda: _nodes_said(kube))
-        got = pool()
-        assert got["pools"]["gpu"]["nodes"] == 1
+        rewritten: list[str] = []
+
+        def counted_not_ready() -> dict[str, Any] | None:
+            # A Ready written after ours puts the node back (CI at 6f54cef: NotReady read, then
+            # `plan --observe` counted 2 nodes): most likely kwok's heartbeat for it, in flight
+            # when the annotation stopped matching its selector. Until that stops, write
+            # NotReady again; the plan must then leave the node out.
+            if _node_ready(kube, names[1]) != "False":
+                resp = kube.http.patch(f"/api/v1/nodes/{names[1]}/status", json=status, headers=merge)
+                assert resp.status_code == 200, resp.text
+                rewritten.append(time.strftime("%T"))
+                return None
+            found = pool()
+            return found if found["pools"]["gpu"]["nodes"] == 1 else None
+
+        got = wait_for(f"plan --observe to leave out {names[1]}, NotReady", counted_not_ready, timeout=120,
+                       interval=1.0, explain=lambda: f"NotReady written at {rewritten}\n" + _nodes_said(kube))
         assert any(n.startswith(f"node {names[1]} (pool gpu): ") and "its devices leave the ledger" in n
                    for n in got["notes"])
         # the third is removed
