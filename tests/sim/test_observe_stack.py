@@ -242,8 +242,8 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
     sim, _ = start_fleet(two_regions)
     # No verification wait until the return: the ups before it verify what cannot verify (a's
     # replica, a unreachable), each a full wait for nothing (~20 s apiece under load).
-    stack = sim_stack(two_regions, sim.state_dir, {"modelplane:observe": {
-        "unreachableGraceSeconds": GRACE_S, "timeoutSeconds": 3, "verifyWaitSeconds": 0}})
+    observe = {"unreachableGraceSeconds": GRACE_S, "timeoutSeconds": 3, "verifyWaitSeconds": 0}
+    stack = sim_stack(two_regions, sim.state_dir, {"modelplane:observe": observe})
     first = outputs(succeeded(stack.up()))
     assert where(first["placement"], "chat") == [("a", 0), ("b", 0)]
     started = time.monotonic()
@@ -282,8 +282,7 @@ def test_an_unreachable_cluster_fails_over_after_its_grace_and_comes_back_withou
     # back: the replacement is ready, so a's replica leaves (a stays closed while that check saw it
     # unhealthy: its old replica had not come back Ready)
     restart()
-    stack.set_config_value("modelplane:observe", {
-        "unreachableGraceSeconds": GRACE_S, "timeoutSeconds": 3, "verifyWaitSeconds": 20})
+    stack.set_config_value("modelplane:observe", {**observe, "verifyWaitSeconds": 20})
     back = outputs(succeeded(stack.up()))
     assert where(back["placement"], "chat") == [("b", 0), ("b", 1)]
     assert back["verification"]["ok"] is True
