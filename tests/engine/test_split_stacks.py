@@ -18,14 +18,11 @@ def _split(shard_size: int) -> dict:
     return {"modelplane:split": {"role": "fleet", "shardSize": shard_size}}
 
 
-@pytest.mark.parametrize(("example", "shard_size"), [("kind", 1), ("aws", 1), ("byo", 2), ("dynamo", 1)])
-def test_split_stacks_write_exactly_what_one_stack_writes(make_stack, tmp_path, example, shard_size):
+def _up_writes_what_one_stack_writes(es, example: str, tmp_path, *up_args: str) -> None:
     """`modelplane up` on a fleet stack and its shard stacks writes, cluster by cluster,
     exactly what `modelplane render` writes (which the one-stack render stack writes too,
-    test_render_stack.py): one control plane in its own shard (kind, byo) or in the shard
-    of the fleet cluster hosting it (aws: InferenceGateway clusterName)."""
-    es = make_stack(REPO / "examples" / example, _split(shard_size))
-    run = es.modelplane("up", "--parallel", "2")
+    test_render_stack.py), and the fleet stack holds the placement and no Kubernetes object."""
+    run = es.modelplane("up", *up_args)
     assert run.returncode == 0, run.stdout + run.stderr
     layout = es.stack.outputs()["layout"].value
     assert layout["shards"], layout
@@ -38,7 +35,19 @@ def test_split_stacks_write_exactly_what_one_stack_writes(make_stack, tmp_path, 
     assert not any(t.startswith("kubernetes:") for t in fleet_types), fleet_types
 
 
-def test_split_preview_shows_every_shards_changes_before_anything_exists(make_stack):
+@pytest.mark.parametrize(("example", "shard_size"), [("aws", 1), ("byo", 2), ("dynamo", 1)])
+def test_split_stacks_write_exactly_what_one_stack_writes(make_stack, tmp_path, example, shard_size):
+    """One control plane in its own shard (byo, and kind below) or in the shard of the fleet
+    cluster hosting it (aws: InferenceGateway clusterName); shards of two clusters (byo)."""
+    es = make_stack(REPO / "examples" / example, _split(shard_size))
+    _up_writes_what_one_stack_writes(es, example, tmp_path, "--parallel", "2")
+
+
+def test_split_preview_up_and_destroy_of_kind_show_write_and_remove_every_shard(make_stack, tmp_path):
+    """One kind split stack through its life (one stack's `up` serves three checks that each
+    paid a full split `up` on their own, ~50 s apiece on a loaded 2-core machine): the preview
+    shows every shard's changes before anything exists and writes nothing; `up` writes what one
+    stack writes; `destroy --remove` removes every shard stack, its config file and its files."""
     es = make_stack(REPO / "examples" / "kind", _split(1))
     run = es.modelplane("preview")
     assert run.returncode == 0, run.stdout + run.stderr
@@ -49,6 +58,12 @@ def test_split_preview_shows_every_shards_changes_before_anything_exists(make_st
         line = next((ln for ln in run.stdout.splitlines() if f"] {shard}: ok" in ln), "")
         assert created in line, run.stdout
     assert not es.render_dir.exists() or not any(es.render_dir.rglob("*.yaml")), "preview wrote manifests"
+
+    _up_writes_what_one_stack_writes(es, "kind", tmp_path)
+    run = es.modelplane("destroy", "--remove")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert not any(es.render_dir.rglob("*.yaml"))
+    assert not list((REPO / "stacks").glob(f"Pulumi.{es.name}.*.yaml")), "shard stack config files left behind"
 
 
 def test_split_scaling_keeps_replicas_and_moves_objects_between_shard_stacks(make_stack, tmp_path):
@@ -72,16 +87,6 @@ def test_split_scaling_keeps_replicas_and_moves_objects_between_shard_stacks(mak
         assert sorted((r["cluster"], r["index"]) for r in deployments["ml-team/chat"]["replicas"]) == \
             sorted((r.cluster, r.index) for r in reference.deployments[0].replicas)
         previous = reference
-
-
-def test_split_destroy_removes_every_stack_and_file(make_stack):
-    es = make_stack(REPO / "examples" / "kind", _split(1))
-    assert es.modelplane("up").returncode == 0
-    assert any(es.render_dir.rglob("*.yaml"))
-    run = es.modelplane("destroy", "--remove")
-    assert run.returncode == 0, run.stdout + run.stderr
-    assert not any(es.render_dir.rglob("*.yaml"))
-    assert not list((REPO / "stacks").glob(f"Pulumi.{es.name}.*.yaml")), "shard stack config files left behind"
 
 
 def _benchmark_fleet(directory, env_value: str | None = None):
