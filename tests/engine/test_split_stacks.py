@@ -60,6 +60,7 @@ def test_split_preview_up_and_destroy_of_kind_show_write_and_remove_every_shard(
     assert not es.render_dir.exists() or not any(es.render_dir.rglob("*.yaml")), "preview wrote manifests"
 
     _up_writes_what_one_stack_writes(es, "kind", tmp_path)
+    assert any(es.render_dir.rglob("*.yaml"))   # so the destroy's check below cannot pass vacuously
     run = es.modelplane("destroy", "--remove")
     assert run.returncode == 0, run.stdout + run.stderr
     assert not any(es.render_dir.rglob("*.yaml"))
