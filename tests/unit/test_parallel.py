@@ -47,25 +47,11 @@ def _suite(root: Path) -> None:
         (root / module).write_text(MODULE if "/unit/" not in module else MODULE.split("def test_needs")[0])
 
 
-def _pytest(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
+def _pytest(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(root), *args],
-                          cwd=root, env={**env, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=240)
-
-
-def test_each_module_runs_on_one_worker_and_every_sim_module_on_the_same_one(tmp_path: Path) -> None:
-    _suite(tmp_path)
-    run = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "-v")
-    out = run.stdout + run.stderr
-    assert run.returncode == 0, out
-    workers: dict[str, set[str]] = {}
-    for worker, module in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (tests/\w+/test_\w+\.py)", out):
-        workers.setdefault(module, set()).add(worker)
-    assert set(workers) == {"tests/sim/test_a.py", "tests/sim/test_stack.py", "tests/engine/test_e.py",
-                            "tests/engine/test_f.py", "tests/unit/test_u.py"}, out
-    grouped = {m: w for m, w in workers.items() if not m.startswith("tests/unit/")}
-    assert all(len(w) == 1 for w in grouped.values()), grouped
-    assert workers["tests/sim/test_a.py"] == workers["tests/sim/test_stack.py"], workers
+                          cwd=root, env={**base, "PYTHONPATH": str(REPO), **(env or {})}, capture_output=True,
+                          text=True, timeout=240)
 
 
 def test_the_slowest_module_is_collected_first_and_the_rest_keep_their_order(tmp_path: Path) -> None:
@@ -76,26 +62,33 @@ def test_the_slowest_module_is_collected_first_and_the_rest_keep_their_order(tmp
                        "tests/sim/test_a.py", "tests/unit/test_u.py"], run.stdout
 
 
-def test_the_controller_prints_the_workers_loud_skips_once(tmp_path: Path) -> None:
-    """The skips happen in the workers; the red summary is the controller's, one line per reason."""
+def test_one_xdist_run_groups_each_module_prints_the_loud_skips_once_and_writes_a_row_per_directory(
+        tmp_path: Path) -> None:
+    """One real `pytest -n 2 --dist loadgroup -v` of the small suite, with tests/phases.py on, read
+    three ways (each was a run of its own, ~40 s apiece on a loaded 2-core machine):
+    * every module runs on one worker, and every sim module on the same one;
+    * the skips happen in the workers, the red summary is the controller's, one line per reason;
+    * the workers write no phase row, the controller one per test directory."""
     _suite(tmp_path)
-    run = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup")
-    assert run.returncode == 0, run.stdout + run.stderr
+    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel", "tests.loud_skip", "tests.phases"]\n')
+    rows = tmp_path / "rows"
+    run = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "-v", env={"MODELPLANE_PHASES": str(rows)})
+    out = run.stdout + run.stderr
+    assert run.returncode == 0, out
+
+    workers: dict[str, set[str]] = {}
+    for worker, module in re.findall(r"\[(gw\d)\] \[\s*\d+%\] \w+ (tests/\w+/test_\w+\.py)", out):
+        workers.setdefault(module, set()).add(worker)
+    assert set(workers) == {"tests/sim/test_a.py", "tests/sim/test_stack.py", "tests/engine/test_e.py",
+                            "tests/engine/test_f.py", "tests/unit/test_u.py"}, out
+    grouped = {m: w for m, w in workers.items() if not m.startswith("tests/unit/")}
+    assert all(len(w) == 1 for w in grouped.values()), grouped
+    assert workers["tests/sim/test_a.py"] == workers["tests/sim/test_stack.py"], workers
+
     assert run.stdout.count("tests/sim SKIPPED: no real control plane was exercised") == 1, run.stdout
     assert run.stdout.count("\nSIMULATED CLUSTERS NOT AVAILABLE, sim test NOT RUN: no such tool\n") == 1, run.stdout
     assert "4 skipped" in run.stdout, run.stdout
 
-
-def test_each_test_directory_is_one_row_of_the_phase_table_written_by_the_controller_alone(tmp_path: Path) -> None:
-    """tests/phases.py under `-n 2`: the workers write nothing; the controller one row per directory."""
-    _suite(tmp_path)
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["tests.parallel", "tests.loud_skip", "tests.phases"]\n')
-    rows = tmp_path / "rows"
-    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                          "-n", "2", "--dist", "loadgroup"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
-                         env={**env, "PYTHONPATH": str(REPO), "MODELPLANE_PHASES": str(rows)})
-    assert run.returncode == 0, run.stdout + run.stderr
     got = {r["phase"]: r for r in map(json.loads, rows.read_text().splitlines())}
     assert set(got) == {"pytest: tests/sim", "pytest: tests/engine", "pytest: tests/unit"}, got
     assert got["pytest: tests/sim"]["tests"] == 10 and got["pytest: tests/unit"]["tests"] == 4, got
@@ -143,9 +136,6 @@ def test_a_worker_with_no_work_left_exits_while_another_still_runs(tmp_path: Pat
     (tmp_path / "tests/engine/test_slow.py").write_text(SLOW)
     (tmp_path / "tests/unit/test_quick.py").write_text(QUICK)
     (tmp_path / "pids").mkdir()
-    env = {k: v for k, v in os.environ.items() if k != "MODELPLANE_REQUIRE_ENGINE"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                          "-n", "2", "--dist", "loadgroup", "-v"], cwd=tmp_path, capture_output=True, text=True,
-                         timeout=240, env={**env, "PYTHONPATH": str(REPO), "PIDS": str(tmp_path / "pids")})
+    run = _pytest(tmp_path, "-n", "2", "--dist", "loadgroup", "-v", env={"PIDS": str(tmp_path / "pids")})
     assert run.returncode == 0, run.stdout + run.stderr
     assert "2 passed" in run.stdout, run.stdout
