@@ -127,8 +127,9 @@ def main() -> int:
 
 
 def traefik_hops(trace: list) -> dict[str, tuple[float, float]]:
-    """p50/p99 milliseconds of one request at a time through each hop, plain and with the kvroute plugin,
-    on one Traefik in front of 2 clusters x 2 live mock engines (the KV model, waits scaled to 0):
+    """p50/p99 milliseconds of one request at a time through each hop, plain and with the kvroute plugin
+    (the four paths interleaved request by request), in front of 2 clusters x 2 live mock engines (the KV
+    model, waits scaled to 0):
 
     * workload hop: a plain weighted route to cluster c0's engines, and c0's kvroute (workload mode);
     * control-plane hop: a plain weighted route to the two clusters' gateways, and kvroute in its
@@ -182,19 +183,24 @@ def traefik_hops(trace: list) -> dict[str, tuple[float, float]]:
                 timeout=60)
             paths = {"workload plain": f"{gateways[0].url}/w-plain", "workload kvroute": f"{gateways[0].url}/kv",
                      "control plain": f"{control.url}/cp-plain", "control kvroute": f"{control.url}/cp-kv"}
+            # Interleaved: each request of the trace goes through every path in turn, the order
+            # rotating from one request to the next, so a stall of the shared machine (what makes a
+            # p99 here) falls on the paths alike instead of on whichever ran during it.
+            times: dict[str, list[float]] = {label: [] for label in paths}
+            labels = list(paths)
             with httpx.Client(timeout=10) as client:
-                for label, base in paths.items():
-                    times = []
-                    for r in trace:
-                        body = {"messages": [], "kv_block_hashes": list(r.blocks), "prompt_tokens": r.input_tokens,
-                                "max_tokens": r.output_tokens}
+                for n, r in enumerate(trace):
+                    body = {"messages": [], "kv_block_hashes": list(r.blocks), "prompt_tokens": r.input_tokens,
+                            "max_tokens": r.output_tokens}
+                    for label in labels[n % len(labels):] + labels[:n % len(labels)]:
                         t0 = time.perf_counter()
-                        answer = client.post(f"{base}/v1/chat/completions", json=body)
-                        times.append((time.perf_counter() - t0) * 1000)
+                        answer = client.post(f"{paths[label]}/v1/chat/completions", json=body)
+                        times[label].append((time.perf_counter() - t0) * 1000)
                         if answer.status_code != 200:
                             raise SystemExit(f"{label}: status {answer.status_code}")
-                    times.sort()
-                    out[label] = (times[len(times) // 2], times[min(len(times) - 1, int(len(times) * 0.99))])
+            for label, taken in times.items():
+                taken.sort()
+                out[label] = (taken[len(taken) // 2], taken[min(len(taken) - 1, int(len(taken) * 0.99))])
         finally:
             for t in traefiks:
                 t.stop()
