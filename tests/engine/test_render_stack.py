@@ -58,19 +58,12 @@ def _deployment_replicas(outputs: dict) -> dict[str, tuple[str, int]]:
     return reps
 
 
-def test_preview_shows_every_replica_cluster_and_pool_before_anything_exists(make_stack):
-    es = make_stack(KIND_EXAMPLE)
-    result = es.stack.preview(color="never")
-    placement = reference_placement(KIND_EXAMPLE)
-    assert any(d.replicas for d in placement.deployments), "examples/kind should place at least one replica"
-    shown = {line.strip() for line in result.stdout.splitlines()}
-    missing = [line for line in _table_lines(placement) if line not in shown]
-    assert not missing, f"preview lacks placement table lines {missing}\n{result.stdout}"
-    assert result.change_summary.get("create", 0) > 0
-    assert not es.render_dir.exists() or not any(es.render_dir.rglob("*.yaml")), "preview wrote manifests"
-
-
 EXAMPLES = sorted(p.name for p in (REPO / "examples").iterdir() if p.is_dir())
+# Applied with secrets configured (test_secrets_reach_neither_the_written_files_nor_the_state_and_render_agrees),
+# which also compares them with `modelplane render`: one `up` each, not two.
+SECRET_EXAMPLES = ("aws", "byo")
+# examples/byo has a ModelEndpoint whose API key is the secret `ml-team/together-key`.
+SECRET_CANARIES = {"hfToken": "hf_enginetest_Render9Canary", "endpointApiKeys": "sk-enginetest-Render9Canary"}
 
 
 def _cli_render(manifests: Path, out: Path, *extra: str) -> dict[str, dict[tuple[str, str, str, str], dict]]:
@@ -80,7 +73,7 @@ def _cli_render(manifests: Path, out: Path, *extra: str) -> dict[str, dict[tuple
     return {c.name: _rendered(out, c.name) for c in sorted(out.iterdir()) if c.is_dir()}
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+@pytest.mark.parametrize("example", [e for e in EXAMPLES if e not in SECRET_EXAMPLES])
 def test_render_stack_writes_exactly_what_modelplane_render_writes(make_stack, tmp_path, example):
     """One cluster plan (issue 10 item 1): `pulumi up` on the render stack and `modelplane
     render` write the same objects for every cluster, in both directions, and the same serving
@@ -150,12 +143,23 @@ def test_scaling_keeps_existing_replicas_and_removes_the_reference_victims(make_
     assert not gone, f"scaled-down replica still rendered: {gone}"
 
 
-def test_policy_pack_fails_violating_manifests_and_passes_clean_ones(make_stack):
+def test_preview_shows_the_placement_and_the_policy_pack_passes_clean_manifests_and_fails_violating_ones(
+        make_stack):
+    """A fresh stack's preview (with the policy pack: one preview serves both checks) shows every
+    replica's cluster and pool, as `modelplane plan`'s table, before anything exists, and writes
+    nothing; the pack passes examples/kind and fails examples/silent-failures on every silent failure."""
     from pulumi import automation as auto
 
     pack = str(REPO / "policy-packs" / "modelplane")
     clean = make_stack(KIND_EXAMPLE)
     result = clean.stack.preview(color="never", policy_packs=[pack])
+    placement = reference_placement(KIND_EXAMPLE)
+    assert any(d.replicas for d in placement.deployments), "examples/kind should place at least one replica"
+    shown = {line.strip() for line in result.stdout.splitlines()}
+    missing = [line for line in _table_lines(placement) if line not in shown]
+    assert not missing, f"preview lacks placement table lines {missing}\n{result.stdout}"
+    assert result.change_summary.get("create", 0) > 0
+    assert not clean.render_dir.exists() or not any(clean.render_dir.rglob("*.yaml")), "preview wrote manifests"
     assert re.search(r"✅ modelplane@v\S+ \(local: .*policy-packs/modelplane\)", result.stdout), result.stdout
     assert "[mandatory]" not in result.stdout
 
@@ -170,48 +174,44 @@ def test_policy_pack_fails_violating_manifests_and_passes_clean_ones(make_stack)
     assert not bad.render_dir.exists() or not any(bad.render_dir.rglob("*.yaml"))
 
 
-def test_stack_export_holds_no_secret_in_plain_text(make_stack):
-    from pulumi import automation as auto
-
-    # examples/byo has a ModelEndpoint whose API key is the secret `ml-team/together-key`.
-    es = make_stack(REPO / "examples" / "byo")
-    canaries = ["hf_enginetest_7Qx9PlainTextCanary", "sk-enginetest-4Zr8PlainTextCanary"]
-    es.stack.set_config("modelplane:hfToken", auto.ConfigValue(canaries[0], secret=True))
-    es.stack.set_config("modelplane:endpointApiKeys", auto.ConfigValue(
-        json.dumps({"ml-team/together-key": canaries[1]}), secret=True))
-    result = es.stack.up(color="never")
-    assert result.summary.result == "succeeded", result.stdout
-    exported = es.export_text()
-    assert "ciphertext" in exported, "no encrypted secret in the state: the canaries never reached a resource"
-    for canary in canaries:
-        assert canary not in exported, f"secret {canary[:12]}... is in plain text in `pulumi stack export`"
-        assert canary not in json.dumps(json.loads(exported))  # nor hidden behind JSON escaping
-        assert canary not in es.config_file.read_text()
-
-
-def test_render_dir_holds_no_configured_secret(make_stack):
-    """Issue 9 item 4b: GitOps output is committed, so no rendered file may hold a secret's
-    value (base64 included); the objects reference Secrets the user creates instead."""
+@pytest.mark.parametrize("example", SECRET_EXAMPLES)
+def test_secrets_reach_neither_the_written_files_nor_the_state_and_render_agrees(make_stack, tmp_path, example):
+    """With the hfToken and an endpoint's API key configured as Pulumi secrets, one `up`:
+    * no written file holds a secret's value, base64 included (issue 9 item 4b: GitOps output is
+      committed; the objects reference Secrets the user creates instead), and it says so;
+    * `pulumi stack export`, as a person runs it, and the stack's config file hold them only
+      encrypted (byo: its ModelEndpoint's key reaches a resource, so the state has a ciphertext);
+    * the stack writes exactly what `modelplane render` writes (the secrets change no object)."""
     import base64
 
     from pulumi import automation as auto
 
-    canaries = {"hfToken": "hf_enginetest_Render9Canary", "endpointApiKeys": "sk-enginetest-Render9Canary"}
-    for example in ("aws", "byo"):
-        es = make_stack(REPO / "examples" / example)
-        es.stack.set_config("modelplane:hfToken", auto.ConfigValue(canaries["hfToken"], secret=True))
-        es.stack.set_config("modelplane:endpointApiKeys", auto.ConfigValue(
-            json.dumps({"ml-team/together-key": canaries["endpointApiKeys"]}), secret=True))
-        result = es.stack.up(color="never")
-        assert result.summary.result == "succeeded", result.stdout
-        files = [p for p in es.render_dir.rglob("*") if p.is_file()]
-        assert files
-        for path in files:
-            text = path.read_text(errors="replace")
-            assert "kind: Secret" not in text, f"{path} is a Secret"
-            for canary in canaries.values():
-                assert canary not in text and base64.b64encode(canary.encode()).decode() not in text, path
-        assert "never written" in result.stdout
+    es = make_stack(REPO / "examples" / example)
+    es.stack.set_config("modelplane:hfToken", auto.ConfigValue(SECRET_CANARIES["hfToken"], secret=True))
+    es.stack.set_config("modelplane:endpointApiKeys", auto.ConfigValue(
+        json.dumps({"ml-team/together-key": SECRET_CANARIES["endpointApiKeys"]}), secret=True))
+    result = es.stack.up(color="never")
+    assert result.summary.result == "succeeded", result.stdout
+
+    files = [p for p in es.render_dir.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        text = path.read_text(errors="replace")
+        assert "kind: Secret" not in text, f"{path} is a Secret"
+        for canary in SECRET_CANARIES.values():
+            assert canary not in text and base64.b64encode(canary.encode()).decode() not in text, path
+    assert "never written" in result.stdout
+
+    exported = es.export_text()
+    if example == "byo":
+        assert "ciphertext" in exported, "no encrypted secret in the state: the canaries never reached a resource"
+    for canary in SECRET_CANARIES.values():
+        assert canary not in exported, f"secret {canary[:12]}... is in plain text in `pulumi stack export`"
+        assert canary not in json.dumps(json.loads(exported))  # nor hidden behind JSON escaping
+        assert canary not in es.config_file.read_text()
+
+    assert_same_objects(written(es.render_dir), _cli_render(REPO / "examples" / example, tmp_path / "cli"))
+    assert _stack_files(es.render_dir) == _stack_files(tmp_path / "cli")
 
 
 def test_program_errors_are_clean_and_name_the_manifest(make_stack, tmp_path):
