@@ -21,7 +21,7 @@ from pulumi.automation import PulumiCommand
 from pulumi.automation._cmd import CommandResult, OnOutput
 from pulumi.automation.errors import create_command_error
 
-from modelplane.processes import KILL_WAIT_S, Child, start, stop_trees
+from modelplane.processes import KILL_WAIT_S, Child, Identity, left_in_session, start, stop_groups, stop_trees
 
 CANCEL_GRACE_SECONDS = 120.0   # SIGINT -> SIGTERM: an up finishes the steps in flight
 TERM_GRACE_SECONDS = 10.0      # SIGTERM -> SIGKILL
@@ -74,6 +74,9 @@ class TrackedPulumiCommand(PulumiCommand):
             for reader in readers:
                 reader.join()
             process.wait()
+            # a CLI that exited leaving a plugin running (CI at 162aca7: a shard preview's
+            # pulumi-language-python under init): stop what is left of its session
+            stop_groups([i for i in map(Identity.of, left_in_session(process.pid)) if i is not None])
         except BaseException:
             # a KeyboardInterrupt (a test run's SIGTERM becomes one) while the CLI runs: stop it
             # and what it started, or they outlive the caller

@@ -197,6 +197,27 @@ def stop_groups(targets: Sequence[T], grace: float = TERM_GRACE_S, *,
     return [t for t in live if t.alive()]
 
 
+def left_in_session(sid: int) -> list[int]:
+    """The processes of session `sid` that do not lead one (field 6 of /proc/<pid>/stat): after the
+    leader we started in that session has exited, what it left behind. The Pulumi CLI starts each
+    plugin in a process group of its own but in its session, and a CLI that exits without stopping
+    one leaves it running under init. The kernel does not hand out a pid still naming a session,
+    and a session leader (pid == sid) is never counted, so nothing unrelated is named."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == sid:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+            session = int(stat[stat.rindex(b")") + 2:].split()[3])
+        except (OSError, ValueError, IndexError):
+            continue
+        if session == sid and session != int(entry):
+            out.append(int(entry))
+    return out
+
+
 def descendant_pids(root: int) -> list[int]:
     """`root` and every process below it, by parent pid (one scan of /proc): a snapshot, since a
     process whose parent exits moves under init and out of the tree."""

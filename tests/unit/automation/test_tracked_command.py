@@ -131,3 +131,34 @@ def test_an_interrupt_while_the_cli_runs_stops_it_and_its_plugins(fake_root: Pat
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait(5)
+
+
+# A CLI that exits 0 and leaves its plugin running: the plugin leads a process group of its own in
+# the CLI's session, as the real CLI puts its plugins (seen in CI at 162aca7: a shard preview's
+# pulumi-language-python, still running under init after the run).
+EXITING_CLI = textwrap.dedent("""\
+    #!{python}
+    import os, subprocess, sys
+    if sys.argv[1:] == ["version"]:
+        print("v3.200.0")
+        sys.exit(0)
+    plugin = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], process_group=0,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid_file = os.environ["FAKE_PLUGIN_PID_FILE"]
+    with open(pid_file + ".tmp", "w") as fh:
+        fh.write(str(plugin.pid))
+    os.replace(pid_file + ".tmp", pid_file)
+    sys.exit(0)
+    """)
+
+
+def test_a_plugin_a_cli_left_running_when_it_exited_is_stopped_before_run_returns(
+        tmp_path: Path, plugin_pid_file: Path) -> None:
+    cli = tmp_path / "exiting" / "bin" / "pulumi"
+    cli.parent.mkdir(parents=True)
+    cli.write_text(EXITING_CLI.format(python=sys.executable))
+    cli.chmod(0o755)
+    result = TrackedPulumiCommand(root=str(cli.parent.parent)).run(["preview"], str(REPO), {})
+    assert result.code == 0
+    plugin = Identity.of(int(plugin_pid_file.read_text()))
+    assert plugin is None or _gone(plugin), "the plugin the CLI left behind still runs"
