@@ -203,13 +203,12 @@ def left_in_session(sid: int) -> list[int]:
     plugin in a process group of its own but in its session, and a CLI that exits without stopping
     one leaves it running under init. The kernel does not hand out a pid still naming a session,
     and a session leader (pid == sid) is never counted, so nothing unrelated is named."""
-    return [pid for pid, fields in _proc_stats() if pid != sid and fields[3] == sid]
+    return [pid for pid, _, session in _proc_stats() if pid != sid and session == sid]
 
 
-def _proc_stats() -> Iterator[tuple[int, list[int]]]:
-    """(pid, fields) of every process readable now (one scan; a process gone meanwhile is left
-    out): fields[1..4] are /proc/<pid>/stat's ppid, pgrp, session and tty, indexed as the fields
-    after the command name (fields[0], the state, is not kept: 0)."""
+def _proc_stats() -> Iterator[tuple[int, int, int]]:
+    """(pid, parent pid, session) of every process readable now, from /proc/<pid>/stat (one scan;
+    a process gone meanwhile is left out)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -217,18 +216,19 @@ def _proc_stats() -> Iterator[tuple[int, list[int]]]:
             with open(f"/proc/{entry}/stat", "rb") as fh:
                 stat = fh.read()
             # the command name may hold spaces and parentheses: fields start after the last ')'
-            fields = [0, *(int(f) for f in stat[stat.rindex(b")") + 2:].split()[1:5])]
+            fields = stat[stat.rindex(b")") + 2:].split()   # state, ppid, pgrp, session, ...
+            ppid, session = int(fields[1]), int(fields[3])
         except (OSError, ValueError, IndexError):
             continue
-        yield int(entry), fields
+        yield int(entry), ppid, session
 
 
 def descendant_pids(root: int) -> list[int]:
     """`root` and every process below it, by parent pid (one scan of /proc): a snapshot, since a
     process whose parent exits moves under init and out of the tree."""
     kids: dict[int, list[int]] = {}
-    for pid, fields in _proc_stats():
-        kids.setdefault(fields[1], []).append(pid)
+    for pid, ppid, _ in _proc_stats():
+        kids.setdefault(ppid, []).append(pid)
     # the scan is not atomic: a pid freed and reused during it could close a loop
     out, seen, todo = [], {root}, [root]
     while todo:
